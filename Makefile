@@ -1,0 +1,31 @@
+# Every target creates .venv on first use and installs what it needs into it.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
+
+.PHONY: demo test bench docs clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+demo: $(PY)
+	$(PIP) -e ".[plot]"
+	$(PY) -m dsa compare --bundled all --plot out/heap_map.png
+	@echo "heap map written to out/heap_map.png"
+
+test: $(PY)
+	$(PIP) -e ".[test]"
+	$(PY) -m pytest -q -p no:cacheprovider
+
+bench: $(PY)
+	$(PIP) -e ".[bench]"
+	$(PY) -m pytest benchmarks -q -p no:cacheprovider --benchmark-columns=mean,stddev,rounds \
+		--benchmark-sort=name --benchmark-json=out/bench.json
+
+docs: $(PY)
+	$(PIP) -e ".[docs]"
+	$(PY) -m mkdocs build --strict -d out/site
+
+clean:
+	rm -rf $(VENV) out build *.egg-info .pytest_cache

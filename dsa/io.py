@@ -1,0 +1,248 @@
+"""Reading and writing problems and plans: MiniMalloc-compatible CSV, and JSON.
+
+CSV columns (MiniMalloc's): ``id,lower,upper,size[,alignment][,offset]``, lifetime ``[lower, upper)``.
+Accepted aliases: ``start``/``begin`` for ``lower``; ``buffer``/``buffer_id`` for ``id``; ``end`` is an
+*inclusive* end (1 is added). ``hint`` is read and ignored; ``gaps`` is not supported. A plan is
+written as the input columns plus ``offset``, so MiniMalloc and dsa read each other's files.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+
+from dsa.problem import FREE, Problem
+
+__all__ = ["read_csv", "write_csv", "read_plan", "read_json", "write_json", "read"]
+
+_ALIASES = {
+    "id": "id", "buffer": "id", "buffer_id": "id",
+    "lower": "lower", "start": "lower", "begin": "lower",
+    "upper": "upper", "end": "end",
+    "size": "size", "alignment": "alignment", "offset": "offset", "hint": "hint", "gaps": "gaps",
+}
+
+
+def _number(text: str):
+    text = text.strip()
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text  # the Problem check names the row and rejects it
+
+
+def _read_table(path) -> tuple[Problem, np.ndarray | None]:
+    """Parse a CSV file into a problem without fixed offsets, plus its ``offset`` column (or None)."""
+    path = Path(path)
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise ValueError(f"{path}: empty file, expected a header such as id,lower,upper,size") from None
+        cols: dict[str, int] = {}
+        for k, name in enumerate(header):
+            key = _ALIASES.get(name.strip().lower())
+            if key is None:
+                raise ValueError(f"{path}: unknown column {name.strip()!r}; known: {', '.join(sorted(_ALIASES))}")
+            if key in cols or (key in ("upper", "end") and ({"upper", "end"} & set(cols))):
+                raise ValueError(f"{path}: column {name.strip()!r} given twice (or with an alias)")
+            cols[key] = k
+        missing = [c for c in ("lower", "size") if c not in cols]
+        if "upper" not in cols and "end" not in cols:
+            missing.append("upper (or end)")
+        if missing:
+            raise ValueError(f"{path}: missing columns {missing}; header is {header}")
+        rows = [r for r in reader if any(cell.strip() for cell in r)]
+    columns = {key: [] for key in cols}
+    for i, r in enumerate(rows):
+        if len(r) != len(header):
+            raise ValueError(f"{path}: row {i} has {len(r)} fields, the header has {len(header)}")
+        for key, k in cols.items():
+            columns[key].append(r[k].strip())
+    if "gaps" in columns and any(columns["gaps"]):
+        raise ValueError(f"{path}: the 'gaps' column is not supported")
+    for key in ("lower", "upper", "end", "size"):
+        if key in columns:
+            for i, v in enumerate(columns[key]):
+                if v == "":
+                    raise ValueError(f"{path}: row {i}: empty {key}")
+    starts = np.array([_number(v) for v in columns["lower"]], dtype=object)
+    if "upper" in columns:
+        ends = np.array([_number(v) for v in columns["upper"]], dtype=object)
+    else:
+        ends = np.array([_add_one(_number(v)) for v in columns["end"]], dtype=object)
+    sizes = np.array([_number(v) for v in columns["size"]], dtype=object)
+    ids = columns.get("id")
+    aligns = None
+    if "alignment" in columns:
+        aligns = np.array([_number(v) if v else 1 for v in columns["alignment"]], dtype=object)
+    offsets = None
+    if "offset" in columns:
+        offsets = np.array([_number(v) if v else None for v in columns["offset"]], dtype=object)
+    try:
+        problem = Problem(starts, ends, sizes, ids=ids, alignments=aligns)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return problem, offsets
+
+
+def _add_one(v):
+    return v + 1 if isinstance(v, (int, float)) else v
+
+
+def read_csv(path, *, capacity=None) -> Problem:
+    """Read a problem from a MiniMalloc-style CSV file.
+
+    An ``offset`` column fixes those buffers at the given offsets (blank cells leave a buffer free).
+    ``capacity`` is not stored in the file; pass it here or to :func:`dsa.solve`.
+
+    Raises
+    ------
+    ValueError
+        For a missing or unknown column, a malformed row, or a row that breaks a rule of
+        :class:`dsa.Problem`; the message names the file and the row.
+    """
+    problem, offsets = _read_table(path)
+    if offsets is None and capacity is None:
+        return problem
+    try:
+        return problem.replace(fixed_offsets=offsets if offsets is not None else problem.fixed_offsets,
+                               capacity=capacity)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def read_plan(path) -> tuple[Problem, np.ndarray]:
+    """Read a plan file (CSV or JSON): the problem it describes and its offsets, one per row.
+
+    Raises
+    ------
+    ValueError
+        If the file has no offsets or an offset is missing.
+    """
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        doc = _load_json(path)
+        problem = _problem_from_doc(doc, path, fixed=False)
+        plan = doc.get("solution") or {}
+        if "offsets" not in plan:
+            raise ValueError(f"{path}: no solution offsets in this file")
+        offsets = plan["offsets"]
+    else:
+        problem, offsets = _read_table(path)
+        if offsets is None:
+            raise ValueError(f"{path}: no 'offset' column, so this file holds no plan")
+    if any(o is None for o in offsets):
+        i = next(k for k, o in enumerate(offsets) if o is None)
+        raise ValueError(f"{path}: row {i} has no offset")
+    try:
+        arr = np.array([int(o) for o in offsets], dtype=np.int64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{path}: offsets must be integers") from None
+    if len(arr) != len(problem):
+        raise ValueError(f"{path}: {len(arr)} offsets for {len(problem)} buffers")
+    return problem, arr
+
+
+def write_csv(path, problem: Problem, solution=None) -> None:
+    """Write ``problem`` as ``id,lower,upper,size[,alignment][,offset]``.
+
+    With ``solution`` (a :class:`dsa.Solution` or an offsets array) the ``offset`` column holds the
+    plan; without it, the problem's fixed offsets (blank for free rows) if it has any.
+    """
+    offsets = _offsets_of(problem, solution)
+    header = ["id", "lower", "upper", "size"]
+    with_align = bool((problem.alignments != 1).any())
+    if with_align:
+        header.append("alignment")
+    if offsets is None and problem.is_fixed.any():
+        offsets = [None if o == FREE else int(o) for o in problem.fixed_offsets]
+    if offsets is not None:
+        header.append("offset")
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        for i in range(len(problem)):
+            row = [problem.ids[i], int(problem.starts[i]), int(problem.ends[i]), int(problem.sizes[i])]
+            if with_align:
+                row.append(int(problem.alignments[i]))
+            if offsets is not None:
+                row.append("" if offsets[i] is None else int(offsets[i]))
+            w.writerow(row)
+
+
+def _offsets_of(problem, solution):
+    if solution is None:
+        return None
+    offsets = getattr(solution, "offsets", solution)
+    if offsets is None:
+        raise ValueError("the solution holds no plan (offsets is None)")
+    offsets = np.asarray(offsets)
+    if offsets.shape != (len(problem),):
+        raise ValueError(f"expected {len(problem)} offsets, got shape {offsets.shape}")
+    return [int(o) for o in offsets]
+
+
+def write_json(path, problem: Problem, solution=None) -> None:
+    """Write ``problem`` (and optionally a solution) as JSON: ``{"capacity", "buffers": [...], "solution"}``.
+
+    Each buffer is ``{"id", "start", "end", "size"}`` plus ``alignment`` and a fixed ``offset`` when set.
+    """
+    doc = {"format": "dsa", "version": 1, "capacity": problem.capacity, "buffers": problem.to_records()}
+    if solution is not None:
+        plan = {"offsets": _offsets_of(problem, solution)}
+        for key in ("peak", "lower_bound", "strategy", "message"):
+            if hasattr(solution, key):
+                plan[key] = getattr(solution, key)
+        if hasattr(solution, "status"):
+            plan["status"] = str(solution.status)
+        doc["solution"] = plan
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+def _load_json(path: Path) -> dict:
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("buffers"), list):
+        raise ValueError(f"{path}: expected an object with a 'buffers' list")
+    return doc
+
+
+def _problem_from_doc(doc: dict, path: Path, *, fixed: bool) -> Problem:
+    buffers = doc["buffers"] if fixed else [{k: v for k, v in b.items() if k != "offset"}
+                                            if isinstance(b, dict) else b for b in doc["buffers"]]
+    try:
+        return Problem.from_intervals(buffers, capacity=doc.get("capacity"))
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def read_json(path) -> Problem:
+    """Read a problem written by :func:`write_json` (or any ``{"buffers": [...]}`` document).
+
+    Raises
+    ------
+    ValueError
+        For invalid JSON, a missing ``buffers`` list, or a row that breaks a rule of :class:`dsa.Problem`.
+    """
+    path = Path(path)
+    return _problem_from_doc(_load_json(path), path, fixed=True)
+
+
+def read(path, *, capacity=None) -> Problem:
+    """Read a problem from ``.json`` (:func:`read_json`) or any other suffix as CSV (:func:`read_csv`)."""
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        problem = read_json(path)
+        return problem if capacity is None else problem.replace(capacity=capacity)
+    return read_csv(path, capacity=capacity)

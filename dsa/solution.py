@@ -1,0 +1,145 @@
+"""The result of planning: offsets per row, the peak, and a status that never hides failure."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Solution", "Status"]
+
+
+class Status(str, enum.Enum):
+    """Outcome of a strategy run.
+
+    OPTIMAL
+        A valid plan whose peak equals a proven lower bound (or that an exact method proved minimal).
+    FEASIBLE
+        A valid plan that fits the capacity; optimality not proven.
+    LIMIT_REACHED
+        A time or node limit stopped the search; ``offsets`` hold the best plan found, if any.
+    NO_FIT
+        The strategy's plan needs more than the capacity, but infeasibility is not proven.
+    INFEASIBLE
+        Proven: no plan fits the capacity (for instance LOAD exceeds it). ``offsets`` may still hold the
+        strategy's plan, which then exceeds the capacity.
+    ERROR
+        The strategy failed or its plan did not pass validation; see ``message``.
+    """
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+    LIMIT_REACHED = "limit_reached"
+    NO_FIT = "no_fit"
+    INFEASIBLE = "infeasible"
+    ERROR = "error"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, eq=False)
+class Solution:
+    """A plan: ``offsets[i]`` is where row ``i`` of the problem lives in the slab.
+
+    Attributes
+    ----------
+    offsets : numpy.ndarray of int64 or None
+        One offset per row, in row order; ``None`` when no plan exists.
+    peak : int or None
+        ``max(offsets + sizes)`` (0 for an empty problem); ``None`` without a plan.
+    lower_bound : int
+        A proven lower bound on the optimal peak (at least LOAD).
+    status : Status
+        See :class:`Status`.
+    success : bool
+        True when ``offsets`` hold a valid plan that fits the capacity.
+    message : str
+        A sentence a person can read about the outcome.
+    strategy : str
+        The strategy that produced the plan.
+    stats : dict
+        ``time_s`` (wall time of the strategy) and strategy-specific figures, such as the winner of a
+        portfolio or the nodes of a search.
+    """
+
+    offsets: np.ndarray | None
+    peak: int | None
+    lower_bound: int
+    status: Status
+    success: bool
+    message: str = ""
+    strategy: str = ""
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float:
+        """``peak / lower_bound`` (1.0 means provably optimal); NaN without a plan, 1.0 for peak 0."""
+        if self.peak is None:
+            return float("nan")
+        if self.lower_bound == 0:
+            return 1.0 if self.peak == 0 else float("inf")
+        return self.peak / self.lower_bound
+
+    def __repr__(self) -> str:
+        return (f"Solution(status={self.status.value}, peak={self.peak}, lower_bound={self.lower_bound}, "
+                f"strategy={self.strategy!r}, time_s={self.stats.get('time_s', float('nan')):.4g})")
+
+
+def make_solution(problem, offsets, *, strategy: str, status: Status = Status.FEASIBLE,
+                  message: str = "", stats: dict | None = None) -> Solution:
+    """Build a :class:`Solution` from a strategy's offsets; the front end fills in bound and status.
+
+    Strategies call this; :func:`dsa.solve` then recomputes peak, lower bound and status with
+    :func:`finalize`, so a strategy only has to produce offsets.
+    """
+    if offsets is not None:
+        offsets = np.asarray(offsets, dtype=np.int64)
+    peak = plan_peak(problem, offsets)
+    return Solution(offsets=offsets, peak=peak, lower_bound=0, status=status,
+                    success=status in (Status.OPTIMAL, Status.FEASIBLE, Status.LIMIT_REACHED),
+                    message=message, strategy=strategy, stats=dict(stats or {}))
+
+
+def plan_peak(problem, offsets) -> int | None:
+    """``max(offsets + sizes)`` over the rows (0 for no rows); None when ``offsets`` is None."""
+    if offsets is None:
+        return None
+    if len(offsets) == 0:
+        return 0
+    return int((np.asarray(offsets, dtype=np.int64) + problem.sizes).max())
+
+
+def finalize(problem, solution: Solution, lower_bound: int, *, error: str | None = None,
+             extra_stats: dict | None = None) -> Solution:
+    """Translate a strategy's raw result into the final status, in one place.
+
+    ``error`` is a validation failure message (the plan is then reported as ERROR).
+    """
+    offsets = solution.offsets
+    peak = plan_peak(problem, offsets)
+    stats = {**solution.stats, **(extra_stats or {})}
+    cap = problem.capacity
+    status, message = solution.status, solution.message
+    if error is not None:
+        status, message = Status.ERROR, f"plan failed validation: {error}"
+    elif offsets is None:
+        if status in (Status.OPTIMAL, Status.FEASIBLE):
+            status, message = Status.ERROR, message or "the strategy returned no plan"
+    elif cap is not None and peak > cap:
+        if lower_bound > cap:
+            status = Status.INFEASIBLE
+            message = f"infeasible: the lower bound {lower_bound} exceeds the capacity {cap}"
+        elif status != Status.INFEASIBLE:
+            status = Status.NO_FIT
+            message = (f"the plan needs {peak} bytes, more than the capacity {cap}; "
+                       f"infeasibility is not proven (lower bound {lower_bound})")
+    elif peak == lower_bound and status in (Status.FEASIBLE, Status.LIMIT_REACHED, Status.OPTIMAL):
+        status, message = Status.OPTIMAL, message or "optimal: the peak equals the lower bound"
+    elif status == Status.FEASIBLE and not message:
+        message = f"feasible: peak {peak} is {peak / lower_bound:.4f} x the lower bound {lower_bound}" \
+            if lower_bound else f"feasible: peak {peak}"
+    success = offsets is not None and status in (Status.OPTIMAL, Status.FEASIBLE, Status.LIMIT_REACHED)
+    return Solution(offsets=offsets, peak=peak, lower_bound=int(lower_bound), status=status,
+                    success=success, message=message, strategy=solution.strategy, stats=stats)

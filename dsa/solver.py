@@ -1,0 +1,120 @@
+"""The front end: ``dsa.solve(problem, strategy=...)``.
+
+Three phases, as in scipy's ``milp``: (1) check and coerce the input, resolve the strategy and its
+options; (2) call the strategy; (3) translate its result into a final :class:`~dsa.Solution` (peak,
+lower bound, status) and run the independent validator on it.
+"""
+from __future__ import annotations
+
+import inspect
+import time
+import warnings
+from typing import Callable
+
+import numpy as np
+
+from dsa.bounds import lower_bound
+from dsa.problem import Problem, as_problem
+from dsa.solution import Solution, Status, finalize, make_solution
+from dsa.strategies import get_strategy, resolve_name
+
+__all__ = ["solve", "UnknownOptionWarning"]
+
+
+class UnknownOptionWarning(UserWarning):
+    """An option passed to :func:`dsa.solve` that the chosen strategy does not take (it is ignored)."""
+
+
+def _accepted(fn: Callable) -> tuple[set, bool]:
+    """Keyword names ``fn`` accepts after the problem, and whether it takes ``**kwargs``."""
+    params = list(inspect.signature(fn).parameters.values())[1:]
+    names = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    return names, any(p.kind == p.VAR_KEYWORD for p in params)
+
+
+def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None, seed=None,
+          validate: bool = True, **options) -> Solution:
+    """Plan offsets for every buffer of ``problem`` so that buffers alive together never overlap.
+
+    Parameters
+    ----------
+    problem : Problem, list of (start, end, size) tuples, or list of dicts
+        The buffers; see :class:`dsa.Problem` and :meth:`dsa.Problem.from_intervals`.
+    strategy : str or callable, default "greedy_by_size"
+        A name from :func:`dsa.available_strategies` (or an alias), or a callable
+        ``f(problem, **options)`` returning a :class:`~dsa.Solution` or an array of offsets.
+    capacity : int, optional
+        Slab size; overrides ``problem.capacity``. A plan above it is reported with ``success=False``.
+    time_limit : float, optional
+        Seconds; passed to strategies that take it, ignored by the fast heuristics.
+    seed : int, optional
+        Passed to randomised strategies; the same seed gives the same plan.
+    validate : bool, default True
+        Run :func:`dsa.validate` on the plan; a plan that fails is returned with status ERROR.
+    **options
+        Strategy options (such as ``order=`` and ``fit=`` for ``"greedy"``). Options the strategy does
+        not take raise an :class:`UnknownOptionWarning` naming them and are ignored.
+
+    Returns
+    -------
+    Solution
+        ``offsets`` in row order, ``peak``, ``lower_bound``, ``status``, ``success``, ``message``,
+        ``strategy`` and ``stats`` (with ``time_s``, the strategy's wall time).
+
+    Raises
+    ------
+    ValueError
+        For invalid input (naming the row and the rule) or an unknown strategy (listing valid names).
+    TypeError
+        If ``problem`` is not a Problem or a list of intervals.
+
+    Examples
+    --------
+    >>> import dsa
+    >>> sol = dsa.solve([(0, 3, 4), (3, 9, 4), (0, 9, 4), (9, 21, 4), (0, 21, 4)])
+    >>> sol.peak, sol.lower_bound, sol.status.value
+    (12, 12, 'optimal')
+    """
+    # phase 1: input
+    problem = as_problem(problem, capacity=capacity)
+    if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit > 0):
+        raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+    if callable(strategy):
+        fn, name = strategy, getattr(strategy, "__name__", "custom")
+    elif isinstance(strategy, str):
+        name = resolve_name(strategy)
+        fn = get_strategy(name)
+    else:
+        raise TypeError(f"strategy must be a name or a callable, got {type(strategy).__name__}")
+    names, var_kw = _accepted(fn)
+    call = {}
+    for key, value in (("time_limit", time_limit), ("seed", seed)):
+        if value is not None and (key in names or var_kw):
+            call[key] = value
+    unknown = sorted(k for k in options if k not in names and not var_kw)
+    if unknown:
+        warnings.warn(f"strategy {name!r} ignores unknown options {unknown}; it takes {sorted(names) or 'none'}",
+                      UnknownOptionWarning, stacklevel=2)
+    call.update({k: v for k, v in options.items() if k in names or var_kw})
+
+    # phase 2: the strategy
+    bound = lower_bound(problem)
+    t0 = time.perf_counter()
+    raw = fn(problem, **call)
+    elapsed = time.perf_counter() - t0
+    if not isinstance(raw, Solution):
+        raw = make_solution(problem, np.asarray(raw), strategy=name)
+    if not raw.strategy:
+        raw = make_solution(problem, raw.offsets, strategy=name, status=raw.status, message=raw.message,
+                            stats=raw.stats)
+
+    # phase 3: status translation and validation
+    error = None
+    if validate and raw.offsets is not None:
+        from dsa.validator import validate as check
+
+        try:
+            check(problem, raw.offsets, check_capacity=False)
+        except ValueError as exc:
+            error = str(exc)
+    return finalize(problem, raw, bound, error=error, extra_stats={"time_s": elapsed})
