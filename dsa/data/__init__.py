@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["COLLECTIONS", "paths", "load"]
+__all__ = ["COLLECTIONS", "paths", "load", "bundled_capacity"]
 
 _ROOT = Path(__file__).resolve().parent
 COLLECTIONS = ("minimalloc", "traces")
@@ -45,8 +45,14 @@ def load(name: str):
 
     for path in paths("all"):
         if path.stem == name:
-            problem = read_csv(path)
-            if path.parent.name == "minimalloc":
-                problem = problem.replace(capacity=int(path.stem.split(".")[1]))
-            return problem
+            return read_csv(path, capacity=bundled_capacity(path))
     raise ValueError(f"no bundled instance named {name!r}; known: {[p.stem for p in paths('all')]}")
+
+
+def bundled_capacity(path) -> int | None:
+    """The capacity a bundled MiniMalloc file carries in its name (``A.1048576.csv`` -> 1048576), else None."""
+    path = Path(path)
+    parts = path.stem.split(".")
+    if path.parent.name == "minimalloc" and len(parts) == 2 and parts[1].isdigit():
+        return int(parts[1])
+    return None

@@ -1,0 +1,197 @@
+"""Command line: ``python -m dsa solve|compare|validate|strategies``.
+
+Errors are printed as one line starting with ``error:`` and exit with code 2; an invalid plan given to
+``validate`` exits with code 1.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2 (argparse prints usage too; keep it short)
+        self.exit(EXIT_USAGE, f"error: {message}\n")
+
+
+def _instances(files: list[str], bundled: str | None) -> list[Path]:
+    from dsa import data
+
+    paths = [Path(f) for f in files]
+    for p in paths:
+        if not p.is_file():
+            raise ValueError(f"no such file: {p}")
+    if bundled:
+        paths += data.paths(bundled)
+    if not paths:
+        raise ValueError("no instances: give CSV/JSON files or --bundled {all,minimalloc,traces}")
+    return paths
+
+
+def _read(path: Path, capacity):
+    from dsa.io import read
+
+    from dsa.data import bundled_capacity
+
+    problem = read(path, capacity=capacity)
+    if capacity is None and problem.capacity is None and bundled_capacity(path) is not None:
+        problem = problem.replace(capacity=bundled_capacity(path))
+    return problem
+
+
+def _cmd_solve(args) -> int:
+    import dsa
+
+    problem = _read(Path(args.input), args.capacity)
+    sol = dsa.solve(problem, args.strategy, time_limit=args.time_limit, seed=args.seed)
+    print(f"{Path(args.input).name}: n={len(problem)} strategy={sol.strategy} status={sol.status} "
+          f"peak={sol.peak} lower_bound={sol.lower_bound} peak/LB={sol.ratio:.4f} "
+          f"time={sol.stats['time_s'] * 1e3:.2f} ms")
+    print(sol.message)
+    if args.output and sol.offsets is not None:
+        out = Path(args.output)
+        (dsa.write_json if out.suffix.lower() == ".json" else dsa.write_csv)(out, problem, sol)
+        print(f"plan written to {out}")
+    if args.plot and sol.offsets is not None:
+        from dsa.plot import heap_map
+
+        heap_map(problem, sol, path=args.plot, title=f"{Path(args.input).stem}: {sol.strategy}")
+        print(f"heap map written to {args.plot}")
+    return EXIT_OK if sol.success else EXIT_INVALID
+
+
+def _cmd_compare(args) -> int:
+    import dsa
+
+    strategies = [s.strip() for s in args.strategies.split(",")] if args.strategies else dsa.available_strategies()
+    from dsa.strategies import resolve_name
+
+    strategies = [resolve_name(s) for s in strategies]
+    paths = _instances(args.inputs, args.bundled)
+    header = f"{'instance':<30} {'n':>7} {'LOAD':>12} {'strategy':<18} {'peak':>12} {'peak/LOAD':>9} " \
+             f"{'time ms':>9}  valid"
+    print(header)
+    print("-" * len(header))
+    ratios: dict[str, list[float]] = {s: [] for s in strategies}
+    best_overall = None
+    for path in paths:
+        problem = _read(path, args.capacity)
+        load = dsa.lower_bound(problem)
+        for name in strategies:
+            sol = dsa.solve(problem, name, time_limit=args.time_limit, seed=args.seed)
+            valid = "yes" if sol.status != dsa.Status.ERROR and sol.offsets is not None else "NO"
+            if sol.status in (dsa.Status.NO_FIT, dsa.Status.INFEASIBLE):
+                valid += f" ({sol.status})"
+            ratio = sol.peak / load if load and sol.peak is not None else float("nan")
+            ratios[name].append(ratio)
+            print(f"{path.stem[:30]:<30} {len(problem):>7} {load:>12} {name:<18} {sol.peak!s:>12} "
+                  f"{ratio:>9.4f} {sol.stats['time_s'] * 1e3:>9.2f}  {valid}")
+            if args.plot and sol.offsets is not None and (best_overall is None or ratio > best_overall[0]) \
+                    and name != "bump":
+                best_overall = (ratio, problem, sol, path.stem)
+    if len(paths) > 1:
+        print("-" * len(header))
+        for name in strategies:
+            vals = [r for r in ratios[name] if r == r]
+            mean = sum(vals) / len(vals) if vals else float("nan")
+            print(f"{'mean over ' + str(len(paths)) + ' instances':<30} {'':>7} {'':>12} {name:<18} {'':>12} "
+                  f"{mean:>9.4f}")
+    if args.plot and best_overall is not None:
+        from dsa.plot import heap_map
+
+        ratio, problem, sol, stem = best_overall
+        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
+        heap_map(problem, sol, path=args.plot, title=f"{stem}: {sol.strategy} (peak/LOAD {ratio:.3f})")
+        print(f"heap map of the hardest case ({stem}, {sol.strategy}) written to {args.plot}")
+    return EXIT_OK
+
+
+def _cmd_validate(args) -> int:
+    import numpy as np
+
+    import dsa
+
+    problem = _read(Path(args.input), args.capacity)
+    plan_problem, offsets = dsa.read_plan(args.plan)
+    if len(plan_problem) != len(problem):
+        raise ValueError(f"the plan has {len(plan_problem)} rows, the input {len(problem)}")
+    ids = [str(label) for label in problem.ids]
+    where = {str(label): k for k, label in enumerate(plan_problem.ids)}
+    if set(where) != set(ids):
+        raise ValueError("the plan's ids do not match the input's")
+    perm = np.array([where[label] for label in ids], dtype=np.int64)  # plan rows may come in another order
+    for field in ("starts", "ends", "sizes"):
+        differ = np.flatnonzero(getattr(plan_problem, field)[perm] != getattr(problem, field))
+        if len(differ):
+            raise ValueError(f"the plan's {field[:-1]} of id {ids[differ[0]]!r} differs from the input's")
+    offsets = offsets[perm]
+    try:
+        dsa.validate(problem, offsets)
+    except dsa.InvalidPlanError as exc:
+        print(f"invalid: {exc}")
+        return EXIT_INVALID
+    peak = int((offsets + problem.sizes).max()) if len(problem) else 0
+    load = dsa.lower_bound(problem)
+    print(f"valid: peak {peak}, LOAD {load}, peak/LOAD {peak / load if load else 1.0:.4f}")
+    return EXIT_OK
+
+
+def _cmd_strategies(args) -> int:
+    import dsa
+
+    print("\n".join(dsa.available_strategies()))
+    return EXIT_OK
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m dsa", description="Plan memory offsets for buffers with lifetimes.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("solve", help="plan one instance")
+    s.add_argument("input", help="CSV (id,lower,upper,size[,alignment][,offset]) or JSON")
+    s.add_argument("--strategy", "-s", default="greedy_by_size")
+    s.add_argument("--capacity", type=int)
+    s.add_argument("--time-limit", type=float)
+    s.add_argument("--seed", type=int)
+    s.add_argument("-o", "--output", help="write the plan (CSV, or JSON by suffix)")
+    s.add_argument("--plot", help="write a heap map PNG")
+    s.set_defaults(func=_cmd_solve)
+
+    c = sub.add_parser("compare", help="compare strategies on instances")
+    c.add_argument("inputs", nargs="*", help="CSV or JSON files")
+    c.add_argument("--bundled", choices=["all", "minimalloc", "traces"], help="add the bundled instances")
+    c.add_argument("--strategies", help="comma-separated names (default: all)")
+    c.add_argument("--capacity", type=int)
+    c.add_argument("--time-limit", type=float)
+    c.add_argument("--seed", type=int)
+    c.add_argument("--plot", help="write the heap map of the case with the worst peak/LOAD to this PNG")
+    c.set_defaults(func=_cmd_compare)
+
+    v = sub.add_parser("validate", help="check a plan against an instance")
+    v.add_argument("input")
+    v.add_argument("plan", help="a plan file: the input columns plus offset (CSV or JSON)")
+    v.add_argument("--capacity", type=int)
+    v.set_defaults(func=_cmd_validate)
+
+    st = sub.add_parser("strategies", help="list the strategies")
+    st.set_defaults(func=_cmd_strategies)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, OSError, ImportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
