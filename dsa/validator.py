@@ -28,8 +28,8 @@ class InvalidPlanError(ValueError):
 def find_overlap(starts, ends, sizes, offsets):
     """Return a pair ``(i, j)`` of rows alive at the same time whose address ranges intersect, or None.
 
-    Zero-size rows never overlap. Complexity O(n log n) (a sweep over time with a Fenwick tree over
-    offsets), after numba compiles the kernel on first use.
+    Zero-size rows never overlap. Complexity O(n log n): three sorts, then a sweep over time with a
+    Fenwick tree over offsets (numba, compiled on first use).
     """
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
@@ -42,20 +42,9 @@ def find_overlap(starts, ends, sizes, offsets):
         starts, ends, sizes, offsets = starts[rows], ends[rows], sizes[rows], offsets[rows]
     from dsa._kernels.sweep import first_overlap
 
-    m = len(rows)
     tops = offsets + sizes
-    # events: frees first, then allocs; a stable sort by time keeps frees before allocs at equal times
-    times = np.concatenate([ends, starts])
-    order = np.argsort(times, kind="stable")
-    event_rows = np.concatenate([np.arange(m), np.arange(m)])[order]
-    event_is_alloc = (order >= m)
-    by_offset = np.argsort(offsets, kind="stable")
-    rank = np.empty(m, dtype=np.int64)
-    rank[by_offset] = np.arange(m)
-    sorted_offsets = offsets[by_offset]
-    lo_rank = np.searchsorted(sorted_offsets, offsets, side="left")
-    hi_rank = np.searchsorted(sorted_offsets, tops, side="left")
-    i, j = first_overlap(event_rows, event_is_alloc, rank, lo_rank, hi_rank, offsets, tops, by_offset)
+    i, j = first_overlap(starts, ends, offsets, tops, np.argsort(starts), np.argsort(ends),
+                         np.argsort(offsets))
     if i < 0:
         return None
     return int(rows[i]), int(rows[j])
