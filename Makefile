@@ -12,7 +12,6 @@ $(PY):
 demo: $(PY)
 	$(PIP) -e ".[plot]"
 	$(PY) -m dsa compare --bundled all --plot out/heap_map.png
-	@echo "heap map written to out/heap_map.png"
 
 test: $(PY)
 	$(PIP) -e ".[test]"

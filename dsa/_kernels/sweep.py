@@ -80,7 +80,7 @@ def first_overlap(starts, ends, offsets, tops, by_start, by_end, by_offset):
                 return i, j
         if below > 0:
             j = by_offset[_fen_kth(tree, below, top_bit)]
-            if tops[j] > offsets[i] + 1:
+            if tops[j] > offsets[i]:
                 return i, j
         _fen_add(tree, rank[i], 1)
         live += 1
