@@ -33,8 +33,11 @@ def _row(i: int, ids: Sequence | None) -> str:
 def _as_int_column(values: Any, name: str, n: int | None, ids, *, allow_free: bool = False) -> np.ndarray:
     """Convert one column to int64, rejecting NaN, infinities, fractions, bools and non-numbers."""
     arr = values if isinstance(values, np.ndarray) else np.asarray(values)
-    if arr.dtype.kind not in "iuf" and not isinstance(values, np.ndarray):
-        arr = np.asarray(values, dtype=object)  # keep mixed input as given: [1, "a"] must not become strings
+    if not isinstance(values, np.ndarray) and (
+            arr.dtype.kind not in "iuf"
+            or (arr.ndim == 1 and any(isinstance(v, (bool, np.bool_)) for v in values))):
+        # keep mixed input as given: [1, "a"] must not become strings, nor [True, 1] integers
+        arr = np.asarray(values, dtype=object)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if n is not None and len(arr) != n:

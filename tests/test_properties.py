@@ -1,0 +1,193 @@
+"""Property tests over every registered strategy, against the reference code in tests/naive.py."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import dsa
+from conftest import fields, problems, raw_problems, to_problem
+from naive import brute_force_optimum, lowest_fit_plan, naive_load, naive_validate
+
+STRATEGIES = dsa.available_strategies()
+
+
+def _solve(problem, strategy, **kw):
+    return dsa.solve(problem, strategy, seed=kw.pop("seed", 0), **kw)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@given(problem=problems())
+def test_plan_is_valid(strategy, problem):
+    sol = _solve(problem, strategy)
+    assert sol.status is not dsa.Status.ERROR, sol.message
+    assert sol.success
+    assert sol.offsets.dtype == np.int64 and sol.offsets.shape == (len(problem),)
+    dsa.validate(problem, sol)  # raises if invalid
+    assert naive_validate(**fields(problem), offsets=sol.offsets.tolist()) == []
+    assert sol.peak == max((o + z for o, z in zip(sol.offsets.tolist(), problem.sizes.tolist())), default=0)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@given(problem=problems())
+def test_bounds_and_status(strategy, problem):
+    sol = _solve(problem, strategy)
+    bound = dsa.lower_bound(problem)
+    assert sol.lower_bound == bound
+    assert bound <= sol.peak
+    if sol.peak == bound:
+        assert sol.status is dsa.Status.OPTIMAL
+    elif sol.status is dsa.Status.OPTIMAL:
+        # a strategy may claim optimality above the lower bound only with a proof: check it
+        f = fields(problem)
+        assert sol.peak == brute_force_optimum(f["starts"], f["ends"], f["sizes"], f["alignments"], f["fixed"])
+    else:
+        assert sol.status in (dsa.Status.FEASIBLE, dsa.Status.LIMIT_REACHED)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@given(problem=problems(alignment=False))
+def test_no_worse_than_bump_without_alignment(strategy, problem):
+    # bump's peak is (base above the fixed buffers) + the bytes of its busiest period, which bounds
+    # every gap-filling placement from above when there is no alignment padding
+    assert _solve(problem, strategy).peak <= _solve(problem, "bump").peak
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@given(problem=problems(), seed=st.integers(0, 2**31 - 1))
+def test_same_seed_same_plan(strategy, problem, seed):
+    a = _solve(problem, strategy, seed=seed)
+    b = _solve(problem, strategy, seed=seed)
+    assert np.array_equal(a.offsets, b.offsets)
+    assert a.peak == b.peak
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@given(problem=problems(), data=st.data())
+def test_shuffled_rows(strategy, problem, data):
+    perm = data.draw(st.permutations(range(len(problem))))
+    shuffled = problem.take(np.asarray(perm, dtype=np.int64))
+    assert dsa.lower_bound(shuffled) == dsa.lower_bound(problem)
+    sol = _solve(shuffled, strategy)
+    assert sol.success, sol.message
+    assert naive_validate(**fields(shuffled), offsets=sol.offsets.tolist()) == []
+    # the shuffled plan, put back in the original row order, is a valid plan of the original problem
+    back = np.empty(len(problem), dtype=np.int64)
+    back[np.asarray(perm, dtype=np.int64)] = sol.offsets
+    dsa.validate(problem, back)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@given(raw=raw_problems(fixed=False), capacity_extra=st.integers(-30, 30))
+def test_capacity_status(strategy, raw, capacity_extra):
+    """With a capacity: success iff the plan fits; otherwise INFEASIBLE iff LOAD exceeds it, else NO_FIT."""
+    load = naive_load(raw["starts"], raw["ends"], raw["sizes"])
+    capacity = max(max(raw["sizes"], default=0), load + capacity_extra)
+    problem = to_problem(raw, capacity=capacity)
+    sol = _solve(problem, strategy)
+    assert sol.offsets is not None
+    assert naive_validate(**fields(problem), offsets=sol.offsets.tolist()) == []
+    if sol.peak <= capacity:
+        assert sol.success and sol.status in (dsa.Status.OPTIMAL, dsa.Status.FEASIBLE)
+        dsa.validate(problem, sol)
+    elif load > capacity:
+        assert not sol.success and sol.status is dsa.Status.INFEASIBLE
+    else:
+        assert not sol.success and sol.status is dsa.Status.NO_FIT
+    if not sol.success:
+        assert sol.message
+        with pytest.raises(dsa.InvalidPlanError) as exc:
+            dsa.validate(problem, sol.offsets)
+        assert exc.value.rule == "capacity"
+
+
+@given(problem=problems())
+def test_lower_bound_is_naive_load(problem):
+    f = fields(problem)
+    load = naive_load(f["starts"], f["ends"], f["sizes"])
+    assert dsa.bounds.load(problem) == load
+    fixed_tops = [o + z for o, z in zip(f["fixed"], f["sizes"]) if o >= 0]
+    assert dsa.lower_bound(problem) == max([load] + fixed_tops)
+
+
+# ---------------------------------------------------------------- the validator against naive_validate
+@st.composite
+def problems_with_offsets(draw):
+    """A problem and an offset vector that is often valid, often invalid, often nearly valid."""
+    raw = draw(raw_problems())
+    problem = to_problem(raw)
+    n = len(problem)
+    kind = draw(st.sampled_from(["random", "valid", "perturbed", "touching", "touching"]))
+    if kind == "random":
+        return problem, draw(st.lists(st.integers(0, 40), min_size=n, max_size=n))
+    order = draw(st.permutations(range(n)))
+    offsets = lowest_fit_plan(raw["starts"], raw["ends"], raw["sizes"], order, raw["alignments"], raw["fixed"])
+    if kind == "perturbed" and n:
+        for _ in range(draw(st.integers(1, 2))):
+            i = draw(st.integers(0, n - 1))
+            offsets[i] = max(0, offsets[i] + draw(st.integers(-12, 12)))
+    elif kind == "touching":
+        # move row i right next to a time-neighbour j, above or below it, touching (valid) or one or
+        # two bytes into it (invalid): the boundary cases of the sweep's address queries
+        s, e, z = raw["starts"], raw["ends"], raw["sizes"]
+        pairs = [(i, j) for i in range(n) for j in range(n)
+                 if i != j and z[i] > 0 and z[j] > 0 and s[i] < e[j] and s[j] < e[i]]
+        if pairs:
+            i, j = draw(st.sampled_from(pairs))
+            into = draw(st.integers(0, 2))
+            if draw(st.booleans()):
+                offsets[i] = offsets[j] + z[j] - into
+            else:
+                offsets[i] = offsets[j] - z[i] + into
+            offsets[i] = max(0, offsets[i])
+    return problem, offsets
+
+
+@given(case=problems_with_offsets())
+@settings(max_examples=400)
+def test_validate_agrees_with_naive(case):
+    problem, offsets = case
+    issues = naive_validate(**fields(problem), offsets=offsets)
+    try:
+        dsa.validate(problem, offsets)
+    except dsa.InvalidPlanError as exc:
+        assert issues, f"dsa rejects a valid plan: {exc}"
+        assert exc.rule in {issue.rule for issue in issues}, (exc.rule, issues)
+        if exc.rule == "overlap":
+            assert tuple(sorted(exc.rows)) in {issue.rows for issue in issues if issue.rule == "overlap"}
+        else:
+            assert any(issue.rows == exc.rows for issue in issues if issue.rule == exc.rule)
+    else:
+        assert not issues, f"dsa accepts an invalid plan: {issues}"
+
+
+@given(case=problems_with_offsets())
+@settings(max_examples=300)
+def test_find_overlap_agrees_with_naive(case):
+    """The sweep kernel alone: finds a pair iff one exists, and the pair it reports is a real one."""
+    from dsa.validator import find_overlap
+
+    problem, offsets = case
+    issues = [i for i in naive_validate(problem.starts, problem.ends, problem.sizes, offsets) if i.rule == "overlap"]
+    pair = find_overlap(problem.starts, problem.ends, problem.sizes, offsets)
+    if pair is None:
+        assert not issues
+    else:
+        assert tuple(sorted(pair)) in {i.rows for i in issues}
+
+
+@given(problem=problems(fixed=False), data=st.data())
+def test_validate_stacked_columns_agree(problem, data):
+    """Dense overlap patterns: offsets from a tiny range so that most rows collide or touch."""
+    n = len(problem)
+    offsets = data.draw(st.lists(st.integers(0, 6), min_size=n, max_size=n))
+    sizes = data.draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
+    p = dsa.Problem(problem.starts, problem.ends, sizes)
+    issues = naive_validate(p.starts, p.ends, sizes, offsets)
+    try:
+        dsa.validate(p, offsets)
+        ok = True
+    except dsa.InvalidPlanError:
+        ok = False
+    assert ok == (not issues)
