@@ -300,7 +300,10 @@ class Problem:
 
     def take(self, rows) -> "Problem":
         """Return the sub-problem made of ``rows`` (indices or a boolean mask), keeping ids and capacity."""
-        rows = np.arange(len(self))[np.asarray(rows)] if len(self) else np.asarray(rows, dtype=np.int64)
+        rows = np.asarray(rows)
+        if rows.size == 0:
+            rows = rows.astype(np.int64)  # [] is float64 to numpy, which cannot index
+        rows = np.arange(len(self))[rows] if len(self) else rows.astype(np.int64)
         ids = [self.ids[int(i)] for i in rows]
         return Problem(self.starts[rows], self.ends[rows], self.sizes[rows], ids=ids,
                        alignments=self.alignments[rows], fixed_offsets=self.fixed_offsets[rows],

@@ -15,6 +15,8 @@ import numpy as np
 
 __all__ = ["validate", "InvalidPlanError", "find_overlap"]
 
+_INT64_MAX = np.iinfo(np.int64).max
+
 
 class InvalidPlanError(ValueError):
     """A plan breaks a rule. ``rule`` names it; ``rows`` lists the rows involved."""
@@ -109,16 +111,31 @@ def validate(problem, solution, *, check_capacity: bool | None = None) -> None:
             raise InvalidPlanError(f"reported peak {reported_peak} but the problem is empty", "peak")
         return
     if offsets.dtype.kind not in "iu":
-        if offsets.dtype.kind == "f" and np.all(np.isfinite(offsets)) and np.all(offsets == np.floor(offsets)):
-            offsets = offsets.astype(np.int64)
-        else:
+        if not (offsets.dtype.kind == "f" and np.all(np.isfinite(offsets))
+                and np.all(offsets == np.floor(offsets))):
             raise InvalidPlanError(f"offsets must be integers, got dtype {offsets.dtype}", "integer")
+    # values beyond int64 must not wrap around (to negative offsets, or tops below the capacity)
+    bad = ()
+    if offsets.dtype.kind == "u":
+        bad = np.flatnonzero(offsets > _INT64_MAX)
+    elif offsets.dtype.kind == "f":
+        bad = np.flatnonzero(np.abs(offsets) >= 2.0**63)
+    if len(bad):
+        i = int(bad[0])
+        raise InvalidPlanError(f"{_describe(problem, i)}: offset {offsets[i]} does not fit in a 64-bit integer",
+                               "integer", (i,))
     offsets = offsets.astype(np.int64, copy=False)
 
     bad = np.flatnonzero(offsets < 0)
     if len(bad):
         i = int(bad[0])
         raise InvalidPlanError(f"{_describe(problem, i)}: offset {offsets[i]} is negative", "negative", (i,))
+    # offset + size must not wrap around int64 (a wrapped top would hide a capacity or overlap breach)
+    bad = np.flatnonzero(offsets > _INT64_MAX - problem.sizes)
+    if len(bad):
+        i = int(bad[0])
+        raise InvalidPlanError(f"{_describe(problem, i)}: offset {offsets[i]} plus size {problem.sizes[i]} "
+                               "does not fit in a 64-bit integer", "integer", (i,))
     bad = np.flatnonzero(offsets % problem.alignments != 0)
     if len(bad):
         i = int(bad[0])

@@ -6,10 +6,8 @@ with ``HYPOTHESIS_PROFILE=dev``.
 from __future__ import annotations
 
 import os
-import random
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
@@ -82,8 +80,3 @@ def random_problem(n: int, seed: int, *, horizon: int = 1000, max_duration: int 
     ends = starts + rng.integers(1, max_duration, n)
     sizes = rng.integers(0, max_size, n)
     return dsa.Problem(starts, ends, sizes)
-
-
-@pytest.fixture
-def rng():
-    return random.Random(12345)

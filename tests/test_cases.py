@@ -88,6 +88,27 @@ def test_zero_size_buffers(strategy):
     assert only_zero.offsets.tolist() == [0, 0] and only_zero.peak == 0 and only_zero.success
 
 
+def test_best_fit_takes_the_smallest_gap():
+    # pinned [6, 8) and [10, 12) leave gaps [0, 6) and [8, 10) for a free 2-byte buffer alive with them:
+    # best fit takes the tighter gap at 8, first fit the lowest at 0 (both keep the peak at 12)
+    problem = dsa.Problem([0, 0, 0], [10, 10, 10], [2, 2, 2], fixed_offsets=[6, 10, None])
+    assert dsa.solve(problem, "greedy_by_size").offsets.tolist() == [6, 10, 8]
+    assert dsa.solve(problem, "greedy_by_size", fit="first").offsets.tolist() == [6, 10, 0]
+    assert dsa.solve(problem, "greedy", fit="best").offsets.tolist() == [6, 10, 8]
+    assert dsa.solve(problem, "greedy", fit="first").offsets.tolist() == [6, 10, 0]
+    # a buffer that fits no gap goes on top of the highest neighbour
+    big = dsa.Problem([0, 0, 0], [10, 10, 10], [2, 2, 7], fixed_offsets=[6, 10, None])
+    assert dsa.solve(big, "greedy_by_size").offsets.tolist() == [6, 10, 12]
+
+
+def test_best_fit_with_alignment_measures_the_aligned_gap():
+    # gaps [1, 6) (aligned to 4: [4, 6), 2 bytes) and [8, 13) (aligned: [8, 13), 5 bytes);
+    # a 2-byte 4-aligned buffer fits both, best fit takes [4, 6)
+    problem = dsa.Problem([0, 0, 0, 0], [9, 9, 9, 9], [1, 2, 3, 2], alignments=[1, 1, 1, 4],
+                          fixed_offsets=[0, 6, 13, None])
+    assert dsa.solve(problem, "greedy_by_size").offsets.tolist() == [0, 6, 13, 4]
+
+
 # ---------------------------------------------------------------- capacity and status
 def test_capacity_below_largest_buffer_is_an_input_error():
     with pytest.raises(ValueError, match=r"capacity 5 is smaller than the buffer at row 1 \(size 6\)"):
@@ -164,6 +185,43 @@ def test_problem_not_modified_and_immutable():
         p.sizes[0] = 3
     dsa.solve(p)
     assert p.sizes.tolist() == [4, 5]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_negative_times(strategy):
+    # times are labels on a line; only their order matters
+    sol = dsa.solve([(-5, -2, 3), (-3, 1, 4), (-2, 0, 1)], strategy)
+    shifted = dsa.solve([(5, 8, 3), (7, 11, 4), (8, 10, 1)], strategy)
+    assert sol.success and sol.lower_bound == 7 == shifted.lower_bound
+    assert sol.offsets.tolist() == shifted.offsets.tolist()
+
+
+# ---------------------------------------------------------------- the Problem object
+def test_problem_basics():
+    p = dsa.Problem([0, 1, 4], [3, 5, 6], [4, 4, 2], ids=["a", "b", "c"], alignments=[1, 2, 1],
+                    fixed_offsets=[None, 4, None], capacity=20)
+    assert len(p) == p.n == 3
+    assert p.durations.tolist() == [3, 4, 2]
+    assert p.is_fixed.tolist() == [False, True, False]
+    assert all(getattr(p, f).dtype == np.int64 for f in ("starts", "ends", "sizes", "alignments", "fixed_offsets"))
+    assert repr(p) == "Problem(n=3, capacity=20, fixed=1)"
+    assert p == dsa.Problem.from_intervals(p.to_records(), capacity=20)
+    assert p != p.replace(capacity=21)
+    assert p.to_records()[1] == {"id": "b", "start": 1, "end": 5, "size": 4, "alignment": 2, "offset": 4}
+    with pytest.raises(TypeError):
+        hash(p)
+
+
+def test_problem_take():
+    p = dsa.Problem([0, 1, 4], [3, 5, 6], [4, 4, 2], ids=["a", "b", "c"], fixed_offsets=[None, 4, None],
+                    capacity=20)
+    sub = p.take([2, 1])
+    assert list(sub.ids) == ["c", "b"] and sub.sizes.tolist() == [2, 4]
+    assert sub.fixed_offsets.tolist() == [-1, 4] and sub.capacity == 20
+    assert list(p.take([True, False, True]).ids) == ["a", "c"]
+    for empty in ([], np.array([], dtype=np.int64), [False, False, False]):
+        assert len(p.take(empty)) == 0
+    assert len(dsa.Problem([], [], []).take([])) == 0
 
 
 # ---------------------------------------------------------------- strategy selection and options

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dsa
@@ -191,3 +191,31 @@ def test_validate_stacked_columns_agree(problem, data):
     except dsa.InvalidPlanError:
         ok = False
     assert ok == (not issues)
+
+
+# ---------------------------------------------------------------- the greedy engine's option grid
+GREEDY_ORDERS = ["size", "duration", "area", "start", "conflict", "breadth", "random"]
+
+
+@pytest.mark.parametrize("fit", ["best", "first"])
+@pytest.mark.parametrize("order", GREEDY_ORDERS)
+@given(problem=problems(), seed=st.integers(0, 1000))
+@settings(max_examples=25)
+def test_greedy_options_give_valid_plans(order, fit, problem, seed):
+    sol = dsa.solve(problem, "greedy", order=order, fit=fit, seed=seed)
+    assert sol.success, sol.message
+    assert naive_validate(**fields(problem), offsets=sol.offsets.tolist()) == []
+    again = dsa.solve(problem, "greedy", order=order, fit=fit, seed=seed)
+    assert np.array_equal(sol.offsets, again.offsets)
+    if (problem.alignments == 1).all():
+        assert sol.peak <= dsa.solve(problem, "bump").peak
+
+
+@given(problem=problems())
+@settings(max_examples=50)
+def test_named_greedies_are_presets_of_the_engine(problem):
+    for name, order in (("greedy_by_size", "size"), ("greedy_by_breadth", "breadth")):
+        for fit in ("best", "first"):
+            preset = dsa.solve(problem, name, fit=fit)
+            engine = dsa.solve(problem, "greedy", order=order, fit=fit)
+            assert np.array_equal(preset.offsets, engine.offsets), (name, fit)

@@ -227,3 +227,22 @@ def test_naive_validate_agrees_on_a_small_handmade_plan():
     starts, ends, sizes = [0, 1, 4], [3, 5, 6], [4, 4, 2]
     assert naive_validate(starts, ends, sizes, [0, 4, 0]) == []
     assert [i.rule for i in naive_validate(starts, ends, sizes, [0, 2, 0])] == ["overlap"]
+
+
+# ---------------------------------------------------------------- offsets beyond int64
+@pytest.mark.parametrize("plan", [
+    [2**63 - 5, 0],                                   # offset + size wraps around int64
+    np.array([2**63 + 3, 0], dtype=np.uint64),        # would wrap to a negative int64
+    np.array([1e19, 0.0]),                            # float beyond int64
+])
+def test_offsets_beyond_int64_are_rejected(plan):
+    # before the check, a wrapped top made the first plan pass even with capacity 100
+    p = Problem([0, 0], [1, 1], [10, 10], capacity=100)
+    check(p, plan, "integer", (0,), match="64-bit integer")
+    check(p, plan, "integer", (0,), check_capacity=False)
+
+
+def test_largest_representable_offset_is_fine():
+    p = Problem([0, 0], [1, 1], [10, 10])
+    dsa.validate(p, [2**63 - 11, 0])
+    check(p.replace(capacity=100), [2**63 - 11, 0], "capacity", (0,))
