@@ -102,7 +102,10 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
     t0 = time.perf_counter()
     raw = fn(problem, **call)
     elapsed = time.perf_counter() - t0
-    if not isinstance(raw, Solution):
+    if raw is None:
+        raw = make_solution(problem, None, strategy=name, status=Status.ERROR,
+                            message="the strategy returned None instead of a Solution or offsets")
+    elif not isinstance(raw, Solution):
         raw = make_solution(problem, np.asarray(raw), strategy=name)
     if not raw.strategy:
         raw = make_solution(problem, raw.offsets, strategy=name, status=raw.status, message=raw.message,

@@ -359,3 +359,9 @@ def test_lazy_attributes():
     assert dsa.Problem is dsa.problem.Problem
     with pytest.raises(AttributeError):
         dsa.no_such_name
+
+
+def test_callable_returning_none_is_an_error_solution():
+    sol = dsa.solve([(0, 2, 4)], lambda problem: None)
+    assert sol.status is dsa.Status.ERROR and not sol.success and sol.offsets is None
+    assert "returned None" in sol.message

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from dsa.solution import make_solution
-from dsa.strategies._orders import ORDERINGS, order_rows
+from dsa.strategies._orders import order_rows
 
 __all__ = ["solve", "greedy_offsets", "FITS"]
 
@@ -72,7 +72,5 @@ def solve(problem, *, order: str = "size", fit: str = "best", seed=None):
     -------
     Solution
     """
-    if order != "random" and order not in ORDERINGS:
-        order_rows(problem, order)  # raises the ValueError listing valid orders
     offsets = greedy_offsets(problem, order_rows(problem, order, seed), fit)
     return make_solution(problem, offsets, strategy="greedy", stats={"order": order, "fit": fit})
