@@ -87,7 +87,7 @@ def _cmd_compare(args) -> int:
             valid = "yes" if sol.status != dsa.Status.ERROR and sol.offsets is not None else "NO"
             if sol.status in (dsa.Status.NO_FIT, dsa.Status.INFEASIBLE):
                 valid += f" ({sol.status})"
-            ratio = sol.peak / load if load and sol.peak is not None else float("nan")
+            ratio = sol.ratio
             ratios[name].append(ratio)
             print(f"{path.stem[:30]:<30} {len(problem):>7} {load:>12} {name:<18} {sol.peak!s:>12} "
                   f"{ratio:>9.4f} {sol.stats['time_s'] * 1e3:>9.2f}  {valid}")
@@ -135,7 +135,9 @@ def _cmd_validate(args) -> int:
     except dsa.InvalidPlanError as exc:
         print(f"invalid: {exc}")
         return EXIT_INVALID
-    peak = int((offsets + problem.sizes).max()) if len(problem) else 0
+    from dsa.solution import plan_peak
+
+    peak = plan_peak(problem, offsets)
     load = dsa.lower_bound(problem)
     print(f"valid: peak {peak}, LOAD {load}, peak/LOAD {peak / load if load else 1.0:.4f}")
     return EXIT_OK

@@ -303,7 +303,7 @@ class Problem:
         rows = np.asarray(rows)
         if rows.size == 0:
             rows = rows.astype(np.int64)  # [] is float64 to numpy, which cannot index
-        rows = np.arange(len(self))[rows] if len(self) else rows.astype(np.int64)
+        rows = np.arange(len(self))[rows]
         ids = [self.ids[int(i)] for i in rows]
         return Problem(self.starts[rows], self.ends[rows], self.sizes[rows], ids=ids,
                        alignments=self.alignments[rows], fixed_offsets=self.fixed_offsets[rows],

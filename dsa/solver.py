@@ -6,6 +6,7 @@ lower bound, status) and run the independent validator on it.
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import time
 import warnings
@@ -108,8 +109,7 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
     elif not isinstance(raw, Solution):
         raw = make_solution(problem, np.asarray(raw), strategy=name)
     if not raw.strategy:
-        raw = make_solution(problem, raw.offsets, strategy=name, status=raw.status, message=raw.message,
-                            stats=raw.stats)
+        raw = dataclasses.replace(raw, strategy=name)
 
     # phase 3: status translation and validation
     error = None
