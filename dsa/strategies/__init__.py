@@ -11,6 +11,7 @@ from typing import Callable
 __all__ = ["available_strategies", "get_strategy", "resolve_name"]
 
 _REGISTRY: dict[str, str] = {
+    "best": "dsa.strategies.best",
     "bump": "dsa.strategies.bump",
     "greedy": "dsa.strategies.greedy",
     "greedy_by_size": "dsa.strategies.greedy_by_size",
@@ -23,6 +24,7 @@ _ALIASES: dict[str, str] = {
     "breadth": "greedy_by_breadth",
     "gbb": "greedy_by_breadth",
     "naive": "bump",
+    "portfolio": "best",
 }
 
 
