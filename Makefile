@@ -14,7 +14,7 @@ demo: $(PY)
 	$(PY) -m dsa compare --bundled all --plot out/heap_map.png
 
 test: $(PY)
-	$(PIP) -e ".[test]"
+	$(PIP) -e ".[test,torch]"
 	$(PY) -m pytest -q -p no:cacheprovider
 
 bench: $(PY)

@@ -2,8 +2,9 @@
 
 CSV columns (MiniMalloc's): ``id,lower,upper,size[,alignment][,offset]``, lifetime ``[lower, upper)``.
 Accepted aliases: ``start``/``begin`` for ``lower``; ``buffer``/``buffer_id`` for ``id``; ``end`` is an
-*inclusive* end (1 is added). ``hint`` is read and ignored; ``gaps`` is not supported. A plan is
-written as the input columns plus ``offset``, so MiniMalloc and dsa read each other's files.
+*inclusive* end (1 is added). ``hint`` and the provenance columns ``thread``, ``op`` and ``stack`` of
+adapter traces are read and ignored; ``gaps`` is not supported. A plan is written as the input
+columns plus ``offset``, so MiniMalloc and dsa read each other's files.
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ _ALIASES = {
     "lower": "lower", "start": "lower", "begin": "lower",
     "upper": "upper", "end": "end",
     "size": "size", "alignment": "alignment", "offset": "offset", "hint": "hint", "gaps": "gaps",
+    # provenance written by dsa.adapters.torch traces: read and ignored
+    "thread": "thread", "op": "op", "stack": "stack",
 }
 
 

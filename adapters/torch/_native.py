@@ -1,0 +1,148 @@
+"""ctypes bindings of the native allocator, loaded and installed once per process."""
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._build import BuildError, library_path
+
+_ABI_VERSION = 1
+_p = ctypes.c_void_p
+_i64 = ctypes.c_int64
+_i32 = ctypes.c_int32
+
+_SIGNATURES = {
+    "dsa_abi_version": ([], ctypes.c_int),
+    "dsa_last_error": ([], ctypes.c_char_p),
+    "dsa_install": ([], ctypes.c_int),
+    "dsa_installed": ([], ctypes.c_int),
+    "dsa_thread_busy": ([], ctypes.c_int),
+    "dsa_profile_begin": ([], _p),
+    "dsa_profile_end": ([_p], _i64),
+    "dsa_profile_clock": ([_p], _i64),
+    "dsa_profile_copy": ([_p, _p, _p, _p, _p, _p], None),
+    "dsa_profile_free": ([_p], None),
+    "dsa_trie_size": ([], _i32),
+    "dsa_trie_copy": ([_i32, _p, _p], None),
+    "dsa_trie_name": ([_i32], ctypes.c_char_p),
+    "dsa_plan_new": ([_i64, _p, _p, _p, _i64], _p),
+    "dsa_plan_free": ([_p], None),
+    "dsa_slab_new": ([_p], _p),
+    "dsa_slab_bytes": ([_p], _i64),
+    "dsa_slab_regions": ([_p], _i64),
+    "dsa_slab_live": ([_p], _i64),
+    "dsa_slab_free": ([_p], None),
+    "dsa_replay_begin": ([_p, ctypes.POINTER(_p)], ctypes.c_int),
+    "dsa_replay_end": ([_p, _p], ctypes.c_int),
+    "dsa_profiled_allocations": ([], _i64),
+}
+
+
+class Counters(ctypes.Structure):
+    """What one replay pass did (mirrors ``Counters`` in dsa_alloc.cpp)."""
+
+    _fields_ = [(name, _i64) for name in (
+        "allocations", "from_slab", "bytes_from_slab", "bytes_from_default", "fallback", "misses",
+        "fallback_at", "reason")]
+
+
+REASONS = {0: None, 1: "size mismatch", 2: "a planned block outlived its planned lifetime",
+           3: "more allocations than planned"}
+
+
+@dataclass(frozen=True)
+class BuildInfo:
+    """Where the native library came from in this process."""
+
+    path: str
+    built: bool
+    build_seconds: float | None
+
+
+_lock = threading.Lock()
+_lib = None
+_info: BuildInfo | None = None
+
+
+def lib():
+    """The loaded library, with the allocator installed into c10 (built first if needed).
+
+    Raises
+    ------
+    BuildError
+        If the library cannot be built, loaded or installed; torch is then left untouched.
+    """
+    global _lib, _info
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        import torch  # noqa: F401  (loads libc10 / libtorch_cpu before the library needs them)
+
+        path, seconds = library_path()
+        try:
+            handle = ctypes.CDLL(str(path))
+        except OSError as exc:
+            raise BuildError(f"cannot load {path}: {exc}; delete it (or set DSA_CACHE_DIR) to rebuild") from None
+        for name, (args, res) in _SIGNATURES.items():
+            fn = getattr(handle, name)
+            fn.argtypes = args
+            fn.restype = res
+        if handle.dsa_abi_version() != _ABI_VERSION:
+            raise BuildError(f"{path} has interface version {handle.dsa_abi_version()}, expected "
+                             f"{_ABI_VERSION}; delete it to rebuild")
+        if handle.dsa_install() != 0:
+            raise BuildError("cannot install the dsa allocator: " + handle.dsa_last_error().decode())
+        _info = BuildInfo(str(path), seconds is not None, seconds)
+        _lib = handle
+        return handle
+
+
+def build_info() -> BuildInfo:
+    """Build (if needed), load and install the allocator; say where the library came from."""
+    lib()
+    return _info
+
+
+def copy_profile(handle) -> dict[str, np.ndarray]:
+    """The records of an ended profile session as arrays (allocation order)."""
+    n = lib().dsa_profile_end(handle)
+    if n < 0:
+        raise RuntimeError("profile session was not open on this thread")
+    out = {"size": np.empty(n, np.int64), "start": np.empty(n, np.int64), "end": np.empty(n, np.int64),
+           "node": np.empty(n, np.int32), "thread": np.empty(n, np.uint64)}
+    out["clock"] = int(lib().dsa_profile_clock(handle))
+    lib().dsa_profile_copy(handle, *(out[k].ctypes.data for k in ("size", "start", "end", "node", "thread")))
+    lib().dsa_profile_free(handle)
+    return out
+
+
+def op_stacks(nodes: np.ndarray) -> list[tuple[str, ...]]:
+    """The op stack (outermost first) of each trie node in ``nodes``."""
+    handle = lib()
+    size = handle.dsa_trie_size()
+    parent = np.empty(size, np.int32)
+    name = np.empty(size, np.int32)
+    handle.dsa_trie_copy(size, parent.ctypes.data, name.ctypes.data)
+    names: dict[int, str] = {}
+    memo: dict[int, tuple[str, ...]] = {0: ()}
+
+    def stack(node: int) -> tuple[str, ...]:
+        path = []
+        while node not in memo:
+            path.append(node)
+            node = int(parent[node])
+        result = memo[node]
+        for n in reversed(path):
+            k = int(name[n])
+            if k not in names:
+                names[k] = handle.dsa_trie_name(k).decode("utf-8", "replace")
+            result = result + (names[k],)
+            memo[n] = result
+        return result
+
+    return [stack(int(n)) for n in nodes]

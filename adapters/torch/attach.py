@@ -1,0 +1,346 @@
+"""``attach(model)``: profile a forward once per input signature, plan it, replay it from a slab.
+
+The first call with a new input signature (shapes, strides, dtypes, layouts and ``requires_grad`` of
+the tensor arguments, the other arguments, grad / inference mode, ``model.training`` and the
+intra-op thread count) runs eagerly under the profiling allocator; its trace is planned with
+:func:`dsa.solve`. Later calls with that signature replay: the k-th allocation of the pass is
+served at ``slab + offset[k]``. Safety rules, enforced in the native allocator:
+
+* a size that differs from the plan, more allocations than planned, or a slab block still alive
+  past its planned lifetime sends the rest of that pass to the default allocator (a *fallback*);
+  the next call for that signature profiles and plans again (up to ``max_replans`` times, then
+  the signature runs eagerly);
+* blocks still alive at the end of the profiled pass (outputs, caches, tensors saved for
+  backward) are never served from the slab;
+* a slab region that still holds live tensors after a pass is never reused: the next pass takes
+  a fresh region, and the old one is freed when its last tensor dies;
+* each thread that runs the model has its own slab; a nested call on a thread that is already
+  replaying runs eagerly;
+* an exception inside forward closes the pass normally.
+"""
+from __future__ import annotations
+
+import threading
+import warnings
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from . import _native
+from .trace import Trace, _call_profiled
+
+_COUNTERS = ("bytes_from_slab", "bytes_from_default", "fallbacks", "misses", "replays",
+             "allocations", "allocations_from_slab")
+
+
+class PlanningWarning(UserWarning):
+    """A signature could not be planned or kept missing its plan; it runs eagerly."""
+
+
+def _leaf_key(leaf):
+    if isinstance(leaf, torch.Tensor):
+        if leaf.device.type != "cpu" or leaf.layout != torch.strided:
+            return None
+        return ("tensor", tuple(leaf.shape), leaf.stride(), leaf.dtype, leaf.requires_grad)
+    if leaf is None or isinstance(leaf, (bool, int, float, complex, str, bytes, torch.dtype)):
+        return (type(leaf).__name__, leaf)
+    return ("object", type(leaf).__qualname__, id(leaf))  # conservative: one plan per object
+
+
+def _flatten_key(value, out) -> bool:
+    if isinstance(value, (tuple, list)):
+        out.append((type(value).__name__, len(value)))
+        return all(_flatten_key(v, out) for v in value)
+    if isinstance(value, dict):
+        out.append(("dict", tuple(sorted(map(repr, value)))))
+        return all(_flatten_key(value[k], out) for k in sorted(value, key=repr))
+    key = _leaf_key(value)
+    out.append(key)
+    return key is not None
+
+
+def signature(module, args, kwargs):
+    """The hashable key a call is planned under, or None if it cannot be planned (non-CPU tensors,
+    sparse layouts)."""
+    parts = [module.training, torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
+             torch.get_num_threads()]
+    if not _flatten_key((args, kwargs), parts):
+        return None
+    return tuple(parts)
+
+
+@dataclass
+class _Entry:
+    """One input signature: its trace, plan and per-thread slabs."""
+
+    trace: Trace
+    problem: object
+    solution: object
+    plan: int | None  # native plan handle, None when the signature runs eagerly
+    slabs: dict = field(default_factory=dict)  # thread ident -> native slab handle
+    replans: int = 0
+    stale: bool = False  # a replay missed: profile again on the next call
+
+
+class _Handles:
+    """Native plan and slab handles to release (also from a weakref finalizer)."""
+
+    def __init__(self):
+        self.entries: dict = {}
+
+    def release_entry(self, entry: _Entry) -> None:
+        lib = _native.lib()
+        for slab in entry.slabs.values():
+            lib.dsa_slab_free(slab)  # deferred by the library while a pass is using it
+        entry.slabs.clear()
+        if entry.plan is not None:
+            lib.dsa_plan_free(entry.plan)
+            entry.plan = None
+
+    def release(self) -> None:
+        for entry in list(self.entries.values()):
+            self.release_entry(entry)
+        self.entries.clear()
+
+
+class AttachedModule(torch.nn.Module):
+    """A module whose forward passes are served from planned slabs; see :func:`attach`.
+
+    The wrapped model is the submodule ``module``; parameters, buffers, ``train()``/``eval()`` and
+    ``to()`` reach it as usual.
+    """
+
+    def __init__(self, model: torch.nn.Module, strategy="best", *, max_replans: int = 3,
+                 **solve_options):
+        super().__init__()
+        if not callable(model):
+            raise TypeError(f"attach() needs a torch.nn.Module or callable, got {type(model).__name__}")
+        if not isinstance(max_replans, int) or max_replans < 0:
+            raise ValueError(f"max_replans must be a non-negative int, got {max_replans!r}")
+        if isinstance(strategy, str):
+            from dsa.strategies import resolve_name
+
+            resolve_name(strategy)  # an unknown name fails here, not at the first call
+        _native.lib()  # build and install now: a BuildError surfaces at attach time
+        self.module = model
+        self._strategy = strategy
+        self._solve_options = solve_options
+        self._max_replans = max_replans
+        self._lock = threading.Lock()
+        self._handles = _Handles()
+        self._finalizer = weakref.finalize(self, self._handles.release)
+        self._stats = dict.fromkeys(_COUNTERS, 0)
+        self._stats.update(profiles=0, eager_calls=0)
+        self._detached = False
+
+    # ------------------------------------------------------------------ calls
+    def forward(self, *args, **kwargs):
+        if self._detached:
+            return self.module(*args, **kwargs)
+        key = signature(self.module, args, kwargs)
+        lib = _native.lib()
+        if key is None or lib.dsa_thread_busy():
+            self._count("eager_calls")
+            return self.module(*args, **kwargs)
+        with self._lock:
+            entry = self._handles.entries.get(key)
+        if entry is None or entry.stale:
+            return self._profile_and_plan(key, args, kwargs, entry)
+        if entry.plan is None:
+            self._count("eager_calls")
+            return self.module(*args, **kwargs)
+        return self._replay(entry, args, kwargs)
+
+    def _count(self, name, value=1):
+        with self._lock:
+            self._stats[name] += value
+
+    def _profile_and_plan(self, key, args, kwargs, old: _Entry | None):
+        output, trace = _call_profiled(self.module, args, kwargs)
+        entry = self._plan(trace)
+        if old is not None:
+            entry.replans = old.replans + 1
+        with self._lock:
+            self._stats["profiles"] += 1
+            current = self._handles.entries.get(key)
+            self._handles.entries[key] = entry
+        if current is not None:
+            self._handles.release_entry(current)
+        return output
+
+    def _plan(self, trace: Trace) -> _Entry:
+        from dsa.solver import solve
+
+        problem = trace.to_problem()
+        try:
+            solution = solve(problem, strategy=self._strategy, **self._solve_options)
+        except ValueError as exc:  # e.g. a capacity below the largest buffer
+            warnings.warn(f"dsa could not plan this signature ({exc}); it runs eagerly", PlanningWarning,
+                          stacklevel=4)
+            return _Entry(trace, problem, None, None)
+        if not solution.success:
+            warnings.warn(f"dsa could not plan this signature ({solution.status.name}: {solution.message}); "
+                          "it runs eagerly", PlanningWarning, stacklevel=4)
+            return _Entry(trace, problem, solution, None)
+        offsets = np.full(len(trace), -1, np.int64)
+        offsets[np.asarray(problem.ids, np.int64)] = solution.offsets
+        sizes = np.ascontiguousarray(trace.sizes, np.int64)
+        deadlines = trace.deadlines()
+        handle = _native.lib().dsa_plan_new(len(trace), sizes.ctypes.data, offsets.ctypes.data,
+                                            deadlines.ctypes.data, int(solution.peak))
+        if not handle:
+            raise MemoryError("dsa_plan_new failed: " + _native.lib().dsa_last_error().decode())
+        return _Entry(trace, problem, solution, handle)
+
+    def _slab(self, entry: _Entry):
+        ident = threading.get_ident()
+        slab = entry.slabs.get(ident)
+        if slab is None:
+            with self._lock:
+                if entry.plan is None:
+                    return None
+                slab = _native.lib().dsa_slab_new(entry.plan)
+                entry.slabs[ident] = slab
+        return slab
+
+    def _replay(self, entry: _Entry, args, kwargs):
+        lib = _native.lib()
+        slab = self._slab(entry)
+        session = _native.ctypes.c_void_p()
+        if slab is None or lib.dsa_replay_begin(slab, _native.ctypes.byref(session)) != 0:
+            self._count("eager_calls")
+            return self.module(*args, **kwargs)
+        counters = _native.Counters()
+        try:
+            return self.module(*args, **kwargs)
+        finally:
+            lib.dsa_replay_end(session, _native.ctypes.byref(counters))
+            self._account(entry, counters)
+
+    def _account(self, entry: _Entry, c) -> None:
+        with self._lock:
+            s = self._stats
+            s["replays"] += 1
+            s["allocations"] += c.allocations
+            s["allocations_from_slab"] += c.from_slab
+            s["bytes_from_slab"] += c.bytes_from_slab
+            s["bytes_from_default"] += c.bytes_from_default
+            s["misses"] += c.misses
+            if c.fallback:
+                s["fallbacks"] += 1
+                if entry.replans < self._max_replans:
+                    entry.stale = True
+                elif entry.plan is not None:
+                    warnings.warn(f"the plan for this signature missed {entry.replans + 1} times "
+                                  f"({_native.REASONS[c.reason]} at allocation {c.fallback_at}); "
+                                  "it now runs eagerly", PlanningWarning, stacklevel=4)
+                    self._handles.release_entry(entry)
+
+    # ------------------------------------------------------------------ public
+    def plan(self, *args, **kwargs):
+        """The ``(dsa.Problem, dsa.Solution)`` planned for this call's signature.
+
+        If the signature has not been planned yet, this runs one profiled forward first.
+        """
+        key = signature(self.module, args, kwargs)
+        if key is None:
+            raise ValueError("these inputs cannot be planned (only strided CPU tensors are)")
+        with self._lock:
+            entry = self._handles.entries.get(key)
+        if entry is None or entry.stale:
+            self._profile_and_plan(key, args, kwargs, entry)
+            with self._lock:
+                entry = self._handles.entries[key]
+        return entry.problem, entry.solution
+
+    def report(self) -> dict:
+        """Counters and sizes of every plan so far.
+
+        Returns
+        -------
+        dict
+            ``signatures`` (planned input signatures), ``planned_allocations`` (slab-served blocks
+            over all plans), ``slab_bytes`` and ``lower_bound_bytes`` (sum over plans of the plan's
+            peak and of its LOAD; each thread holds one slab per plan), ``bytes_from_slab`` and
+            ``bytes_from_default`` (over all replayed passes; the default allocator serves the
+            blocks that escape a pass, and everything after a fallback), ``fallbacks`` (passes
+            that left their plan), ``misses`` (allocations after a fallback), ``replays``,
+            ``profiles``, ``eager_calls``, ``allocations``, ``allocations_from_slab``, and
+            ``plans``: one dict per signature.
+        """
+        from dsa.bounds import load
+
+        with self._lock:
+            entries = list(self._handles.entries.values())
+            stats = dict(self._stats)
+        plans = []
+        for e in entries:
+            planned = e.plan is not None
+            sol = e.solution
+            plans.append({"allocations": len(e.trace), "planned_allocations": len(e.problem),
+                          "slab_bytes": int(sol.peak) if planned else 0,
+                          "lower_bound_bytes": int(load(e.problem)),
+                          "status": sol.status.name if sol is not None else "ERROR",
+                          "strategy": sol.strategy if sol is not None else None,
+                          "replans": e.replans, "threads": len(e.slabs), "eager": not planned})
+        planned = [p for p in plans if not p["eager"]]
+        return {"signatures": len(plans),
+                "planned_allocations": sum(p["planned_allocations"] for p in planned),
+                "slab_bytes": sum(p["slab_bytes"] for p in planned),
+                "lower_bound_bytes": sum(p["lower_bound_bytes"] for p in planned),
+                **stats, "plans": plans}
+
+    def detach(self) -> torch.nn.Module:
+        """Release every slab and plan and return the plain model.
+
+        Tensors that still live in a slab keep it alive until they die. After ``detach`` this
+        wrapper runs the model eagerly.
+        """
+        self._detached = True
+        with self._lock:
+            self._handles.release()
+        return self.module
+
+
+def attach(model, strategy="best", *, max_replans: int = 3, **solve_options) -> AttachedModule:
+    """Wrap ``model`` so that its CPU forward passes are planned ahead of time and served from a slab.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model; it is not copied (``detach()`` gives it back).
+    strategy : str or callable
+        Any :func:`dsa.solve` strategy. The default, ``"best"``, runs greedy by size and eleven other
+        greedy members and keeps the lowest peak (it stops at LOAD); traces of a few hundred
+        allocations plan in milliseconds.
+    max_replans : int
+        How many times a signature whose replay misses its plan is profiled again before it runs
+        eagerly for good (with a :class:`PlanningWarning`).
+    **solve_options
+        Passed to :func:`dsa.solve`.
+
+    Returns
+    -------
+    AttachedModule
+        Call it like the model. ``report()``, ``plan(*inputs)`` and ``detach()`` are documented there.
+
+    Raises
+    ------
+    dsa.adapters.torch.BuildError
+        If the native allocator cannot be built or installed; the model and torch are untouched.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from dsa.adapters.torch import attach
+    >>> net = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).eval()
+    >>> m = attach(net)
+    >>> x = torch.randn(2, 8)
+    >>> with torch.inference_mode():
+    ...     outs = [m(x) for _ in range(3)]         # profile + plan, then two replays
+    >>> all(torch.equal(outs[0], o) for o in outs), m.report()["signatures"]
+    (True, 1)
+    """
+    return AttachedModule(model, strategy, max_replans=max_replans, **solve_options)

@@ -1,0 +1,698 @@
+// dsa_alloc.cpp -- the profiling / slab CPU allocator behind dsa.adapters.torch.
+//
+// One c10::Allocator is installed once, with c10::SetCPUAllocator(&alloc, 255),
+// and never swapped back (oneDNN looks the CPU allocator up again when it frees).
+// Every allocation it does not serve from a slab goes to the allocator that was
+// installed before it (the "default" allocator); every pointer it did not hand
+// out from a slab is handed back to that allocator's deleter.
+//
+// Modes are per thread.  A thread is in passthrough mode unless Python opened a
+// session on it:
+//   profile  every allocation of the thread is recorded (size, sequence number,
+//            thread, the node of the ATen op stack in flight) and paired with
+//            its free by address (the pointer -> record map is exact while the
+//            block is live);
+//   replay   the k-th allocation of the pass is served at slab + offset[k] if
+//            its size matches the plan, its predecessors in that slab region
+//            have been freed, and the plan marks it as slab-served; frees of
+//            slab pointers only update the slab's bookkeeping.  The first
+//            mismatch sends the rest of the pass to the default allocator.
+// A global atomic count of open sessions keeps passthrough at one relaxed load.
+//
+// DataPtr data and context are always the same pointer: oneDNN calls
+// Allocator::raw_allocate, which asserts it, and raw_deallocate, which hands
+// the bare pointer to raw_deleter().  Allocations are therefore identified by
+// address, never by a context object.
+//
+// The C interface at the bottom is loaded with ctypes; it includes no
+// torch/extension.h, so a cold build takes seconds, not minutes.
+
+#include <ATen/record_function.h>
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+constexpr int64_t kAlign = 64;  // c10's CPU alignment; kernels rely on it
+
+c10::Allocator* g_prev = nullptr;         // the allocator installed before ours
+c10::DeleterFnPtr g_prev_delete = nullptr;
+std::atomic<int> g_sessions{0};           // open profile + replay sessions
+std::atomic<int> g_profiling{0};          // open profile sessions
+std::atomic<int64_t> g_profiled_allocs{0};  // allocations recorded, all sessions
+
+uint64_t this_thread_id() {
+  return static_cast<uint64_t>(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+}
+
+// ---------------------------------------------------------------- op stacks
+// The stacks of ATen ops in flight form a trie: node 0 is the empty stack and
+// every other node is (parent node, op name).  A profiling thread keeps its
+// current node; an allocation records that node, so the whole stack costs one
+// integer per allocation.
+std::mutex g_trie_mu;
+std::vector<int32_t> g_node_parent{-1};
+std::vector<int32_t> g_node_name{-1};
+std::vector<std::string> g_names;
+std::unordered_map<std::string, int32_t> g_name_ids;
+std::unordered_map<uint64_t, int32_t> g_children;
+
+thread_local int32_t t_node = 0;
+struct Profile;
+thread_local Profile* t_profile = nullptr;
+
+struct StackContext : at::ObserverContext {
+  int32_t parent;
+};
+
+int32_t child_node(int32_t parent, const char* name) {
+  std::lock_guard<std::mutex> lock(g_trie_mu);
+  std::string key(name ? name : "");
+  auto it = g_name_ids.find(key);
+  int32_t name_id;
+  if (it == g_name_ids.end()) {
+    name_id = static_cast<int32_t>(g_names.size());
+    g_names.push_back(key);
+    g_name_ids.emplace(std::move(key), name_id);
+  } else {
+    name_id = it->second;
+  }
+  uint64_t edge = (static_cast<uint64_t>(static_cast<uint32_t>(parent)) << 32) |
+                  static_cast<uint32_t>(name_id);
+  auto child = g_children.find(edge);
+  if (child != g_children.end()) return child->second;
+  int32_t node = static_cast<int32_t>(g_node_parent.size());
+  g_node_parent.push_back(parent);
+  g_node_name.push_back(name_id);
+  g_children.emplace(edge, node);
+  return node;
+}
+
+std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
+  if (t_profile == nullptr) return nullptr;
+  auto ctx = std::make_unique<StackContext>();
+  ctx->parent = t_node;
+  t_node = child_node(t_node, fn.name());
+  return ctx;
+}
+
+void on_op_end(const at::RecordFunction&, at::ObserverContext* ctx) {
+  if (ctx != nullptr && t_profile != nullptr) {
+    t_node = static_cast<StackContext*>(ctx)->parent;
+  }
+}
+
+std::mutex g_callback_mu;
+int g_callback_users = 0;
+at::CallbackHandle g_callback = 0;
+
+void callback_acquire() {
+  std::lock_guard<std::mutex> lock(g_callback_mu);
+  if (g_callback_users++ == 0) {
+    g_callback = at::addGlobalCallback(
+        at::RecordFunctionCallback(&on_op_start, &on_op_end)
+            .needsInputs(false)
+            .needsOutputs(false)
+            .needsIds(false));
+  }
+}
+
+void callback_release() {
+  std::lock_guard<std::mutex> lock(g_callback_mu);
+  if (--g_callback_users == 0) {
+    at::removeCallback(g_callback);
+    g_callback = 0;
+  }
+}
+
+// ---------------------------------------------------------------- profiling
+struct Record {
+  void* ptr;
+  int64_t size;
+  int64_t start;  // session clock at the allocation
+  int64_t end;    // session clock at the free, -1 while live
+  int32_t node;   // op-stack trie node
+  uint64_t thread;
+};
+
+struct Profile {
+  std::vector<Record> records;
+  int64_t clock = 0;  // one tick per recorded allocation and per matching free
+  uint64_t thread = 0;
+};
+
+std::mutex g_prof_mu;  // guards g_prof_live and every Profile's records/clock
+std::unordered_map<void*, std::pair<Profile*, int64_t>> g_prof_live;
+
+// Records the free of p if a live profile owns it.
+void profile_free(void* p) {
+  std::lock_guard<std::mutex> lock(g_prof_mu);
+  auto it = g_prof_live.find(p);
+  if (it == g_prof_live.end()) return;
+  Profile* prof = it->second.first;
+  prof->records[it->second.second].end = prof->clock++;
+  g_prof_live.erase(it);
+}
+
+void profiled_delete(void* p) {
+  if (g_profiling.load(std::memory_order_acquire) > 0) profile_free(p);
+  g_prev_delete(p);
+}
+
+// ---------------------------------------------------------------- replay
+struct Plan {
+  int64_t n = 0;                  // allocations of the profiled pass, in order
+  std::vector<int64_t> size;      // requested bytes
+  std::vector<int64_t> offset;    // slab offset, -1 = default allocator
+  std::vector<int64_t> deadline;  // first allocation index after its free
+  std::vector<int64_t> by_deadline;  // slab-served indices sorted by deadline
+  int64_t slab_bytes = 0;
+};
+
+// One slab region.  The metadata is never freed (the registry below is read
+// without locks); the bytes are freed once the region is retired and empty.
+struct SlabMem {
+  char* base = nullptr;
+  int64_t bytes = 0;
+  std::mutex mu;
+  std::vector<uint8_t> state;                    // 0 unused, 1 live, 2 freed
+  std::unordered_map<int64_t, int64_t> live_at;  // offset -> live index
+  int64_t live = 0;
+  bool retired = false;
+  int slot = -1;
+};
+
+constexpr int kSlots = 4096;
+std::atomic<SlabMem*> g_slabs[kSlots];
+std::atomic<int> g_slab_hwm{0};
+std::mutex g_slab_mu;  // serialises slot assignment only
+
+SlabMem* find_slab(void* p) {
+  const int hwm = g_slab_hwm.load(std::memory_order_acquire);
+  const char* c = static_cast<const char*>(p);
+  for (int i = 0; i < hwm; ++i) {
+    SlabMem* s = g_slabs[i].load(std::memory_order_acquire);
+    if (s != nullptr && c >= s->base && c < s->base + s->bytes) return s;
+  }
+  return nullptr;
+}
+
+void slab_register(SlabMem* s) {
+  std::lock_guard<std::mutex> lock(g_slab_mu);
+  for (int i = 0; i < kSlots; ++i) {
+    if (g_slabs[i].load(std::memory_order_relaxed) == nullptr) {
+      s->slot = i;
+      g_slabs[i].store(s, std::memory_order_release);
+      if (i + 1 > g_slab_hwm.load(std::memory_order_relaxed)) {
+        g_slab_hwm.store(i + 1, std::memory_order_release);
+      }
+      return;
+    }
+  }
+}
+
+// Called with s->mu held, when s is retired and holds nothing live.
+void slab_release_bytes(SlabMem* s) {
+  if (s->slot >= 0) {
+    g_slabs[s->slot].store(nullptr, std::memory_order_release);
+    s->slot = -1;
+  }
+  std::free(s->base);
+  s->base = nullptr;
+  s->bytes = 0;
+  s->state.clear();
+  s->state.shrink_to_fit();
+  s->live_at.clear();
+}
+
+SlabMem* slab_new(const Plan& plan) {
+  auto* s = new (std::nothrow) SlabMem();
+  if (s == nullptr) return nullptr;
+  int64_t bytes = std::max<int64_t>(kAlign, (plan.slab_bytes + kAlign - 1) / kAlign * kAlign);
+  s->base = static_cast<char*>(std::aligned_alloc(kAlign, static_cast<size_t>(bytes)));
+  if (s->base == nullptr) {
+    delete s;
+    return nullptr;
+  }
+  std::memset(s->base, 0, static_cast<size_t>(bytes));  // fault the pages in now, not in a pass
+  s->bytes = bytes;
+  s->state.assign(static_cast<size_t>(plan.n), 0);
+  s->live_at.reserve(static_cast<size_t>(plan.n));
+  slab_register(s);
+  if (s->slot < 0) {  // every slot taken: no slab
+    std::free(s->base);
+    delete s;
+    return nullptr;
+  }
+  return s;
+}
+
+void slab_free(SlabMem* s, void* p) {
+  std::lock_guard<std::mutex> lock(s->mu);
+  auto it = s->live_at.find(static_cast<char*>(p) - s->base);
+  if (it == s->live_at.end()) return;  // not a live slab block: nothing to do
+  s->state[it->second] = 2;
+  s->live_at.erase(it);
+  if (--s->live == 0 && s->retired) slab_release_bytes(s);
+}
+
+void slab_delete(void* p) {
+  if (SlabMem* s = find_slab(p)) slab_free(s, p);
+}
+
+// What Python holds per (plan, thread): the current region, replaced when a
+// pass left tensors alive in it.
+// A slab in use by a replay is never freed under it: dsa_slab_free then only
+// marks it, and the replay's end frees it.
+struct Slab {
+  std::shared_ptr<const Plan> plan;
+  SlabMem* mem = nullptr;
+  int64_t regions = 0;  // regions taken so far (1 + retirements)
+  std::mutex mu;        // guards active / doomed
+  bool active = false;
+  bool doomed = false;
+};
+
+void retire(SlabMem* s) {
+  if (s == nullptr) return;
+  std::lock_guard<std::mutex> lock(s->mu);
+  s->retired = true;
+  if (s->live == 0) slab_release_bytes(s);
+}
+
+struct Counters {  // filled by dsa_replay_end; layout mirrored in Python
+  int64_t allocations;
+  int64_t from_slab;
+  int64_t bytes_from_slab;
+  int64_t bytes_from_default;
+  int64_t fallback;     // 1 when the pass fell back to the default allocator
+  int64_t misses;       // allocations the plan should have served but did not
+  int64_t fallback_at;  // allocation index of the fallback, -1 if none
+  int64_t reason;       // 0 none, 1 size mismatch, 2 lifetime, 3 more allocations than planned
+};
+
+struct Replay {
+  Slab* slab;
+  const Plan* plan;  // kept alive by slab->plan
+  SlabMem* mem;
+  int64_t next = 0;    // allocation index in this pass
+  int64_t dl_pos = 0;  // position in plan->by_deadline
+  bool fallen = false;
+  Counters c{};
+};
+
+thread_local Replay* t_replay = nullptr;
+
+void fall_back(Replay* r, int64_t index, int64_t reason) {
+  r->fallen = true;
+  r->c.fallback = 1;
+  r->c.fallback_at = index;
+  r->c.reason = reason;
+}
+
+// ---------------------------------------------------------------- allocator
+c10::DataPtr default_alloc(size_t n) { return g_prev->allocate(n); }
+
+c10::DataPtr profile_alloc(Profile* prof, size_t n) {
+  c10::DataPtr dp = default_alloc(n);
+  void* p = dp.get();
+  if (n == 0 || p == nullptr) return dp;
+  dp.release_context();  // ownership moves to the DataPtr below
+  {
+    std::lock_guard<std::mutex> lock(g_prof_mu);
+    const int64_t index = static_cast<int64_t>(prof->records.size());
+    prof->records.push_back(Record{p, static_cast<int64_t>(n), prof->clock++, -1, t_node, prof->thread});
+    g_prof_live[p] = {prof, index};
+  }
+  g_profiled_allocs.fetch_add(1, std::memory_order_relaxed);
+  return c10::DataPtr(p, p, &profiled_delete, c10::Device(c10::DeviceType::CPU));
+}
+
+c10::DataPtr replay_alloc(Replay* r, size_t n) {
+  const int64_t bytes = static_cast<int64_t>(n);
+  if (n == 0) return default_alloc(n);
+  r->c.allocations++;
+  if (!r->fallen) {
+    const Plan& plan = *r->plan;
+    const int64_t k = r->next++;
+    if (k >= plan.n) {
+      fall_back(r, k, 3);
+    } else if (plan.size[k] != bytes) {
+      fall_back(r, k, 1);
+    } else if (plan.offset[k] < 0) {
+      r->c.bytes_from_default += bytes;  // escapes the pass by design
+      return default_alloc(n);
+    } else {
+      SlabMem* s = r->mem;
+      std::lock_guard<std::mutex> lock(s->mu);
+      // every slab block whose planned life ended before allocation k must be gone
+      while (r->dl_pos < static_cast<int64_t>(plan.by_deadline.size())) {
+        const int64_t i = plan.by_deadline[r->dl_pos];
+        if (plan.deadline[i] > k) break;
+        if (s->state[i] != 2) {
+          fall_back(r, k, 2);
+          break;
+        }
+        r->dl_pos++;
+      }
+      if (!r->fallen) {
+        const int64_t off = plan.offset[k];
+        s->state[k] = 1;
+        s->live_at[off] = k;
+        s->live++;
+        r->c.from_slab++;
+        r->c.bytes_from_slab += bytes;
+        void* p = s->base + off;
+        return c10::DataPtr(p, p, &slab_delete, c10::Device(c10::DeviceType::CPU));
+      }
+    }
+  }
+  // fallen back: count what the plan would have served
+  r->c.misses++;
+  r->c.bytes_from_default += bytes;
+  return default_alloc(n);
+}
+
+void any_delete(void* p) {
+  if (SlabMem* s = find_slab(p)) {
+    slab_free(s, p);
+    return;
+  }
+  profiled_delete(p);
+}
+
+struct DsaAllocator final : c10::Allocator {
+  c10::DataPtr allocate(size_t n) override {
+    if (g_sessions.load(std::memory_order_relaxed) != 0) {
+      if (Replay* r = t_replay) return replay_alloc(r, n);
+      if (Profile* p = t_profile) return profile_alloc(p, n);
+    }
+    // Passthrough: hand the allocation on untouched, but with our deleter
+    // when a session might need to see the free.
+    return default_alloc(n);
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &any_delete; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+};
+
+DsaAllocator g_alloc;
+std::once_flag g_install_once;
+int g_install_status = -1;
+char g_error[512] = "";
+
+void set_error(const char* msg) {
+  std::snprintf(g_error, sizeof(g_error), "%s", msg);
+}
+
+void install() {
+  c10::Allocator* prev = c10::GetCPUAllocator();
+  if (prev == &g_alloc) {
+    g_install_status = 0;
+    return;
+  }
+  c10::DataPtr probe = prev->allocate(kAlign);
+  if (probe.get() != probe.get_context()) {
+    set_error("the current CPU allocator's DataPtr context differs from its data; cannot wrap it");
+    g_install_status = 2;
+    return;
+  }
+  if (prev->raw_deleter() == nullptr) {
+    set_error("the current CPU allocator has no raw deleter; cannot wrap it");
+    g_install_status = 3;
+    return;
+  }
+  g_prev = prev;
+  g_prev_delete = prev->raw_deleter();
+  c10::SetCPUAllocator(&g_alloc, 255);
+  if (c10::GetCPUAllocator() != &g_alloc) {
+    set_error("c10::SetCPUAllocator did not take effect (another allocator holds priority 255)");
+    g_install_status = 4;
+    return;
+  }
+  g_install_status = 0;
+}
+
+// Takes a fresh region when the current one still holds live blocks.
+int replay_open(Slab* slab, void** session) {
+  bool fresh = slab->mem == nullptr;
+  if (!fresh) {
+    std::lock_guard<std::mutex> lock(slab->mem->mu);
+    fresh = slab->mem->live != 0;  // tensors of an earlier pass still live there
+  }
+  if (fresh) {
+    retire(slab->mem);
+    slab->mem = slab_new(*slab->plan);
+    if (slab->mem == nullptr) return 2;
+    slab->regions++;
+  } else {
+    std::lock_guard<std::mutex> lock(slab->mem->mu);
+    std::fill(slab->mem->state.begin(), slab->mem->state.end(), 0);
+  }
+  auto* r = new (std::nothrow) Replay{slab, slab->plan.get(), slab->mem};
+  if (r == nullptr) return 2;
+  r->c.fallback_at = -1;
+  t_replay = r;
+  g_sessions.fetch_add(1, std::memory_order_acq_rel);
+  *session = r;
+  return 0;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- C interface
+// Built with -fvisibility=hidden: only this block is exported.
+#pragma GCC visibility push(default)
+extern "C" {
+
+int dsa_abi_version() { return 1; }
+
+const char* dsa_last_error() { return g_error; }
+
+// 0 on success.  Idempotent; the allocator is never uninstalled.
+int dsa_install() {
+  try {
+    std::call_once(g_install_once, install);
+  } catch (const std::exception& e) {
+    set_error(e.what());
+    g_install_status = 1;
+  }
+  return g_install_status;
+}
+
+int dsa_installed() { return c10::GetCPUAllocator() == &g_alloc ? 1 : 0; }
+
+// A session already open on this thread (profile or replay)?
+int dsa_thread_busy() { return (t_profile != nullptr || t_replay != nullptr) ? 1 : 0; }
+
+// ---- profiling
+void* dsa_profile_begin() {
+  if (g_install_status != 0 || t_profile != nullptr || t_replay != nullptr) return nullptr;
+  auto* prof = new (std::nothrow) Profile();
+  if (prof == nullptr) return nullptr;
+  prof->thread = this_thread_id();
+  try {
+    callback_acquire();
+  } catch (const std::exception& e) {
+    set_error(e.what());
+    delete prof;
+    return nullptr;
+  }
+  t_node = 0;
+  t_profile = prof;
+  g_profiling.fetch_add(1, std::memory_order_acq_rel);
+  g_sessions.fetch_add(1, std::memory_order_acq_rel);
+  return prof;
+}
+
+// Ends the session opened on this thread; returns the number of records.
+// Blocks still live are detached from the profile (their end stays -1).
+int64_t dsa_profile_end(void* handle) {
+  auto* prof = static_cast<Profile*>(handle);
+  if (prof == nullptr || t_profile != prof) return -1;
+  t_profile = nullptr;
+  t_node = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_prof_mu);
+    for (const Record& rec : prof->records) {
+      if (rec.end < 0) g_prof_live.erase(rec.ptr);
+    }
+  }
+  g_sessions.fetch_sub(1, std::memory_order_acq_rel);
+  g_profiling.fetch_sub(1, std::memory_order_acq_rel);
+  callback_release();
+  return static_cast<int64_t>(prof->records.size());
+}
+
+int64_t dsa_profile_clock(void* handle) {
+  auto* prof = static_cast<Profile*>(handle);
+  std::lock_guard<std::mutex> lock(g_prof_mu);
+  return prof->clock;
+}
+
+// Copies the records out of an ended profile into caller-owned arrays.
+void dsa_profile_copy(void* handle, int64_t* size, int64_t* start, int64_t* end,
+                      int32_t* node, uint64_t* thread) {
+  auto* prof = static_cast<Profile*>(handle);
+  std::lock_guard<std::mutex> lock(g_prof_mu);
+  for (size_t i = 0; i < prof->records.size(); ++i) {
+    const Record& r = prof->records[i];
+    size[i] = r.size;
+    start[i] = r.start;
+    end[i] = r.end;
+    node[i] = r.node;
+    thread[i] = r.thread;
+  }
+}
+
+void dsa_profile_free(void* handle) { delete static_cast<Profile*>(handle); }
+
+// ---- op-stack trie
+int32_t dsa_trie_size() {
+  std::lock_guard<std::mutex> lock(g_trie_mu);
+  return static_cast<int32_t>(g_node_parent.size());
+}
+
+// Copies min(n, size) nodes: parent node and name index per node.
+void dsa_trie_copy(int32_t n, int32_t* parent, int32_t* name) {
+  std::lock_guard<std::mutex> lock(g_trie_mu);
+  const int32_t m = std::min<int32_t>(n, static_cast<int32_t>(g_node_parent.size()));
+  for (int32_t i = 0; i < m; ++i) {
+    parent[i] = g_node_parent[i];
+    name[i] = g_node_name[i];
+  }
+}
+
+// The name with this index, or nullptr; the string lives as long as the process.
+const char* dsa_trie_name(int32_t index) {
+  std::lock_guard<std::mutex> lock(g_trie_mu);
+  if (index < 0 || index >= static_cast<int32_t>(g_names.size())) return nullptr;
+  return g_names[index].c_str();
+}
+
+// ---- plans and slabs
+// offset[i] = -1 sends allocation i to the default allocator.  Deadlines are
+// computed by the caller: the index of the first allocation after i's free.
+void* dsa_plan_new(int64_t n, const int64_t* size, const int64_t* offset,
+                   const int64_t* deadline, int64_t slab_bytes) {
+  try {
+    auto* plan = new Plan();
+    plan->n = n;
+    plan->size.assign(size, size + n);
+    plan->offset.assign(offset, offset + n);
+    plan->deadline.assign(deadline, deadline + n);
+    plan->slab_bytes = slab_bytes;
+    for (int64_t i = 0; i < n; ++i) {
+      if (offset[i] >= 0) plan->by_deadline.push_back(i);
+    }
+    std::stable_sort(plan->by_deadline.begin(), plan->by_deadline.end(),
+                     [plan](int64_t a, int64_t b) { return plan->deadline[a] < plan->deadline[b]; });
+    return new std::shared_ptr<const Plan>(plan);
+  } catch (const std::exception& e) {
+    set_error(e.what());
+    return nullptr;
+  }
+}
+
+void dsa_plan_free(void* handle) { delete static_cast<std::shared_ptr<const Plan>*>(handle); }
+
+void* dsa_slab_new(void* plan_handle) {
+  try {
+    auto* slab = new Slab();
+    slab->plan = *static_cast<std::shared_ptr<const Plan>*>(plan_handle);
+    return slab;
+  } catch (const std::exception& e) {
+    set_error(e.what());
+    return nullptr;
+  }
+}
+
+// Bytes of the slab's current region (0 before its first pass).
+int64_t dsa_slab_bytes(void* handle) {
+  auto* slab = static_cast<Slab*>(handle);
+  return slab->mem == nullptr ? 0 : slab->mem->bytes;
+}
+
+int64_t dsa_slab_regions(void* handle) { return static_cast<Slab*>(handle)->regions; }
+
+// Live slab blocks in the current region.
+int64_t dsa_slab_live(void* handle) {
+  auto* slab = static_cast<Slab*>(handle);
+  if (slab->mem == nullptr) return 0;
+  std::lock_guard<std::mutex> lock(slab->mem->mu);
+  return slab->mem->live;
+}
+
+// Releases the slab; its region is freed now, or when its last live block is.
+void dsa_slab_free(void* handle) {
+  auto* slab = static_cast<Slab*>(handle);
+  {
+    std::lock_guard<std::mutex> lock(slab->mu);
+    if (slab->active) {
+      slab->doomed = true;  // freed by dsa_replay_end
+      return;
+    }
+  }
+  retire(slab->mem);
+  delete slab;
+}
+
+// Opens a replay session on this thread.  0 on success; 1 when the thread is
+// busy; 2 when no region could be allocated (the pass then runs eagerly).
+int dsa_replay_begin(void* handle, void** session) {
+  *session = nullptr;
+  auto* slab = static_cast<Slab*>(handle);
+  if (g_install_status != 0 || t_profile != nullptr || t_replay != nullptr) return 1;
+  {
+    std::lock_guard<std::mutex> lock(slab->mu);
+    if (slab->active || slab->doomed) return 1;  // one pass per slab at a time
+    slab->active = true;
+  }
+  const int rc = replay_open(slab, session);
+  if (rc != 0) {
+    std::lock_guard<std::mutex> lock(slab->mu);
+    slab->active = false;
+  }
+  return rc;
+}
+
+// Closes the replay session of this thread and writes its counters.
+int dsa_replay_end(void* session, Counters* out) {
+  auto* r = static_cast<Replay*>(session);
+  if (r == nullptr || t_replay != r) return 1;
+  t_replay = nullptr;
+  g_sessions.fetch_sub(1, std::memory_order_acq_rel);
+  if (out != nullptr) *out = r->c;
+  Slab* slab = r->slab;
+  delete r;
+  bool doomed;
+  {
+    std::lock_guard<std::mutex> lock(slab->mu);
+    slab->active = false;
+    doomed = slab->doomed;
+  }
+  if (doomed) {
+    retire(slab->mem);
+    delete slab;
+  }
+  return 0;
+}
+
+int64_t dsa_profiled_allocations() { return g_profiled_allocs.load(); }
+
+}  // extern "C"
+#pragma GCC visibility pop
