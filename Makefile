@@ -10,8 +10,9 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 demo: $(PY)
-	$(PIP) -e ".[plot]"
+	$(PIP) -e ".[plot,torch]"
 	$(PY) -m dsa compare --bundled all --plot out/heap_map.png
+	$(PY) -m dsa.adapters.torch --plot out/torch_heap_map.png
 
 test: $(PY)
 	$(PIP) -e ".[test,torch]"
