@@ -179,6 +179,8 @@ struct Plan {
   std::vector<int64_t> offset;    // slab offset, -1 = default allocator
   std::vector<int64_t> deadline;  // first allocation index after its free
   std::vector<int64_t> by_deadline;  // slab-served indices sorted by deadline
+  std::vector<int64_t> offsets;      // distinct offsets of slab-served blocks, sorted
+  std::vector<int64_t> slot;         // index of offset[i] in offsets (-1: not slab-served)
   int64_t slab_bytes = 0;
 };
 
@@ -187,9 +189,10 @@ struct Plan {
 struct SlabMem {
   char* base = nullptr;
   int64_t bytes = 0;
+  std::shared_ptr<const Plan> plan;
   std::mutex mu;
-  std::vector<uint8_t> state;                    // 0 unused, 1 live, 2 freed
-  std::unordered_map<int64_t, int64_t> live_at;  // offset -> live index
+  std::vector<uint8_t> state;    // per allocation: 0 unused, 1 live, 2 freed
+  std::vector<int64_t> live_at;  // per distinct offset: the live block there, or -1
   int64_t live = 0;
   bool retired = false;
   int slot = -1;
@@ -236,9 +239,12 @@ void slab_release_bytes(SlabMem* s) {
   s->state.clear();
   s->state.shrink_to_fit();
   s->live_at.clear();
+  s->live_at.shrink_to_fit();
+  s->plan.reset();
 }
 
-SlabMem* slab_new(const Plan& plan) {
+SlabMem* slab_new(const std::shared_ptr<const Plan>& shared) {
+  const Plan& plan = *shared;
   auto* s = new (std::nothrow) SlabMem();
   if (s == nullptr) return nullptr;
   int64_t bytes = std::max<int64_t>(kAlign, (plan.slab_bytes + kAlign - 1) / kAlign * kAlign);
@@ -249,8 +255,9 @@ SlabMem* slab_new(const Plan& plan) {
   }
   std::memset(s->base, 0, static_cast<size_t>(bytes));  // fault the pages in now, not in a pass
   s->bytes = bytes;
+  s->plan = shared;
   s->state.assign(static_cast<size_t>(plan.n), 0);
-  s->live_at.reserve(static_cast<size_t>(plan.n));
+  s->live_at.assign(plan.offsets.size(), -1);
   slab_register(s);
   if (s->slot < 0) {  // every slot taken: no slab
     std::free(s->base);
@@ -262,10 +269,15 @@ SlabMem* slab_new(const Plan& plan) {
 
 void slab_free(SlabMem* s, void* p) {
   std::lock_guard<std::mutex> lock(s->mu);
-  auto it = s->live_at.find(static_cast<char*>(p) - s->base);
-  if (it == s->live_at.end()) return;  // not a live slab block: nothing to do
-  s->state[it->second] = 2;
-  s->live_at.erase(it);
+  if (s->plan == nullptr) return;
+  const std::vector<int64_t>& offsets = s->plan->offsets;
+  const int64_t off = static_cast<char*>(p) - s->base;
+  auto it = std::lower_bound(offsets.begin(), offsets.end(), off);
+  if (it == offsets.end() || *it != off) return;  // not a block start: nothing to do
+  int64_t& live = s->live_at[it - offsets.begin()];
+  if (live < 0) return;  // no live block there
+  s->state[live] = 2;
+  live = -1;
   if (--s->live == 0 && s->retired) slab_release_bytes(s);
 }
 
@@ -275,15 +287,43 @@ void slab_delete(void* p) {
 
 // What Python holds per (plan, thread): the current region, replaced when a
 // pass left tensors alive in it.
+struct Counters {  // per pass, summed per slab; layout mirrored in Python
+  int64_t allocations;
+  int64_t from_slab;
+  int64_t bytes_from_slab;
+  int64_t bytes_from_default;
+  int64_t fallback;     // 1 when the pass fell back to the default allocator
+  int64_t misses;       // allocations the plan should have served but did not
+  int64_t fallback_at;  // allocation index of the fallback, -1 if none
+  int64_t reason;       // 0 none, 1 size mismatch, 2 lifetime, 3 more allocations than planned
+  int64_t replays;      // passes (1 per pass; summed per slab)
+};
+
+void add_counters(Counters& total, const Counters& c) {
+  total.allocations += c.allocations;
+  total.from_slab += c.from_slab;
+  total.bytes_from_slab += c.bytes_from_slab;
+  total.bytes_from_default += c.bytes_from_default;
+  total.fallback += c.fallback;
+  total.misses += c.misses;
+  total.replays += c.replays;
+  if (c.fallback) {
+    total.fallback_at = c.fallback_at;  // the latest fallback's position and reason
+    total.reason = c.reason;
+  }
+}
+
+
 // A slab in use by a replay is never freed under it: dsa_slab_free then only
 // marks it, and the replay's end frees it.
 struct Slab {
   std::shared_ptr<const Plan> plan;
   SlabMem* mem = nullptr;
   int64_t regions = 0;  // regions taken so far (1 + retirements)
-  std::mutex mu;        // guards active / doomed
+  std::mutex mu;        // guards active / doomed / total
   bool active = false;
   bool doomed = false;
+  Counters total{0, 0, 0, 0, 0, 0, -1, 0, 0};
 };
 
 void retire(SlabMem* s) {
@@ -293,16 +333,6 @@ void retire(SlabMem* s) {
   if (s->live == 0) slab_release_bytes(s);
 }
 
-struct Counters {  // filled by dsa_replay_end; layout mirrored in Python
-  int64_t allocations;
-  int64_t from_slab;
-  int64_t bytes_from_slab;
-  int64_t bytes_from_default;
-  int64_t fallback;     // 1 when the pass fell back to the default allocator
-  int64_t misses;       // allocations the plan should have served but did not
-  int64_t fallback_at;  // allocation index of the fallback, -1 if none
-  int64_t reason;       // 0 none, 1 size mismatch, 2 lifetime, 3 more allocations than planned
-};
 
 struct Replay {
   Slab* slab;
@@ -371,7 +401,7 @@ c10::DataPtr replay_alloc(Replay* r, size_t n) {
       if (!r->fallen) {
         const int64_t off = plan.offset[k];
         s->state[k] = 1;
-        s->live_at[off] = k;
+        s->live_at[plan.slot[k]] = k;
         s->live++;
         r->c.from_slab++;
         r->c.bytes_from_slab += bytes;
@@ -456,7 +486,7 @@ int replay_open(Slab* slab, void** session) {
   }
   if (fresh) {
     retire(slab->mem);
-    slab->mem = slab_new(*slab->plan);
+    slab->mem = slab_new(slab->plan);
     if (slab->mem == nullptr) return 2;
     slab->regions++;
   } else {
@@ -466,6 +496,7 @@ int replay_open(Slab* slab, void** session) {
   auto* r = new (std::nothrow) Replay{slab, slab->plan.get(), slab->mem};
   if (r == nullptr) return 2;
   r->c.fallback_at = -1;
+  r->c.replays = 1;
   t_replay = r;
   g_sessions.fetch_add(1, std::memory_order_acq_rel);
   *session = r;
@@ -479,7 +510,7 @@ int replay_open(Slab* slab, void** session) {
 #pragma GCC visibility push(default)
 extern "C" {
 
-int dsa_abi_version() { return 1; }
+int dsa_abi_version() { return 2; }
 
 const char* dsa_last_error() { return g_error; }
 
@@ -597,7 +628,19 @@ void* dsa_plan_new(int64_t n, const int64_t* size, const int64_t* offset,
     plan->deadline.assign(deadline, deadline + n);
     plan->slab_bytes = slab_bytes;
     for (int64_t i = 0; i < n; ++i) {
-      if (offset[i] >= 0) plan->by_deadline.push_back(i);
+      if (offset[i] >= 0) {
+        plan->by_deadline.push_back(i);
+        plan->offsets.push_back(offset[i]);
+      }
+    }
+    std::sort(plan->offsets.begin(), plan->offsets.end());
+    plan->offsets.erase(std::unique(plan->offsets.begin(), plan->offsets.end()), plan->offsets.end());
+    plan->slot.assign(static_cast<size_t>(n), -1);
+    for (int64_t i = 0; i < n; ++i) {
+      if (offset[i] >= 0) {
+        plan->slot[i] = std::lower_bound(plan->offsets.begin(), plan->offsets.end(), offset[i]) -
+                        plan->offsets.begin();
+      }
     }
     std::stable_sort(plan->by_deadline.begin(), plan->by_deadline.end(),
                      [plan](int64_t a, int64_t b) { return plan->deadline[a] < plan->deadline[b]; });
@@ -621,75 +664,74 @@ void* dsa_slab_new(void* plan_handle) {
   }
 }
 
-// Bytes of the slab's current region (0 before its first pass).
-int64_t dsa_slab_bytes(void* handle) {
-  auto* slab = static_cast<Slab*>(handle);
-  return slab->mem == nullptr ? 0 : slab->mem->bytes;
-}
-
-int64_t dsa_slab_regions(void* handle) { return static_cast<Slab*>(handle)->regions; }
-
-// Live slab blocks in the current region.
-int64_t dsa_slab_live(void* handle) {
-  auto* slab = static_cast<Slab*>(handle);
-  if (slab->mem == nullptr) return 0;
-  std::lock_guard<std::mutex> lock(slab->mem->mu);
-  return slab->mem->live;
-}
-
-// Releases the slab; its region is freed now, or when its last live block is.
+// Releases the slab's region (now, or when its last live block dies) and its
+// plan.  The small Slab record itself stays valid, so a thread that still
+// holds the handle gets nullptr from dsa_replay_begin instead of a dangling
+// pointer; while a pass uses the slab, dsa_replay_end does the release.
 void dsa_slab_free(void* handle) {
   auto* slab = static_cast<Slab*>(handle);
-  {
-    std::lock_guard<std::mutex> lock(slab->mu);
-    if (slab->active) {
-      slab->doomed = true;  // freed by dsa_replay_end
-      return;
-    }
+  std::lock_guard<std::mutex> lock(slab->mu);
+  if (slab->doomed) return;
+  slab->doomed = true;
+  if (!slab->active) {
+    retire(slab->mem);
+    slab->mem = nullptr;
+    slab->plan.reset();
   }
-  retire(slab->mem);
-  delete slab;
 }
 
-// Opens a replay session on this thread.  0 on success; 1 when the thread is
-// busy; 2 when no region could be allocated (the pass then runs eagerly).
-int dsa_replay_begin(void* handle, void** session) {
-  *session = nullptr;
+// Opens a replay session on this thread and returns it; nullptr when the
+// thread is busy, the slab is in use, or no region could be allocated (the
+// pass then runs eagerly).
+void* dsa_replay_begin(void* handle) {
+  void* session = nullptr;
   auto* slab = static_cast<Slab*>(handle);
-  if (g_install_status != 0 || t_profile != nullptr || t_replay != nullptr) return 1;
+  if (g_install_status != 0 || t_profile != nullptr || t_replay != nullptr) return nullptr;
   {
     std::lock_guard<std::mutex> lock(slab->mu);
-    if (slab->active || slab->doomed) return 1;  // one pass per slab at a time
+    if (slab->active || slab->doomed) return nullptr;  // one pass per slab at a time
     slab->active = true;
   }
-  const int rc = replay_open(slab, session);
-  if (rc != 0) {
+  if (replay_open(slab, &session) != 0) {
     std::lock_guard<std::mutex> lock(slab->mu);
     slab->active = false;
+    return nullptr;
   }
-  return rc;
+  return session;
 }
 
-// Closes the replay session of this thread and writes its counters.
-int dsa_replay_end(void* session, Counters* out) {
+// The counters summed over the slab's passes.
+void dsa_slab_counters(void* handle, Counters* out) {
+  auto* slab = static_cast<Slab*>(handle);
+  std::lock_guard<std::mutex> lock(slab->mu);
+  *out = slab->total;
+}
+
+// Closes the replay session of this thread and adds its counters to the
+// slab's.  Returns the fallback reason of the pass (0: it followed the plan),
+// or -1 when no session of this thread was given.
+int dsa_replay_end(void* session) {
   auto* r = static_cast<Replay*>(session);
-  if (r == nullptr || t_replay != r) return 1;
+  if (r == nullptr || t_replay != r) return -1;
   t_replay = nullptr;
   g_sessions.fetch_sub(1, std::memory_order_acq_rel);
-  if (out != nullptr) *out = r->c;
+  const int reason = static_cast<int>(r->c.reason);
   Slab* slab = r->slab;
-  delete r;
   bool doomed;
   {
     std::lock_guard<std::mutex> lock(slab->mu);
+    add_counters(slab->total, r->c);
     slab->active = false;
     doomed = slab->doomed;
   }
+  delete r;
   if (doomed) {
+    std::lock_guard<std::mutex> lock(slab->mu);
     retire(slab->mem);
-    delete slab;
+    slab->mem = nullptr;
+    slab->plan.reset();
   }
-  return 0;
+  return reason;
 }
 
 int64_t dsa_profiled_allocations() { return g_profiled_allocs.load(); }

@@ -9,7 +9,7 @@ import numpy as np
 
 from ._build import BuildError, library_path
 
-_ABI_VERSION = 1
+_ABI_VERSION = 2
 _p = ctypes.c_void_p
 _i64 = ctypes.c_int64
 _i32 = ctypes.c_int32
@@ -31,22 +31,26 @@ _SIGNATURES = {
     "dsa_plan_new": ([_i64, _p, _p, _p, _i64], _p),
     "dsa_plan_free": ([_p], None),
     "dsa_slab_new": ([_p], _p),
-    "dsa_slab_bytes": ([_p], _i64),
-    "dsa_slab_regions": ([_p], _i64),
-    "dsa_slab_live": ([_p], _i64),
     "dsa_slab_free": ([_p], None),
-    "dsa_replay_begin": ([_p, ctypes.POINTER(_p)], ctypes.c_int),
-    "dsa_replay_end": ([_p, _p], ctypes.c_int),
+    "dsa_slab_counters": ([_p, _p], None),
+    "dsa_replay_begin": ([_p], _p),
+    "dsa_replay_end": ([_p], ctypes.c_int),
     "dsa_profiled_allocations": ([], _i64),
 }
 
 
 class Counters(ctypes.Structure):
-    """What one replay pass did (mirrors ``Counters`` in dsa_alloc.cpp)."""
+    """What the replay passes of one slab did (mirrors ``Counters`` in dsa_alloc.cpp).
+
+    ``fallback`` counts the passes that fell back; ``fallback_at`` and ``reason`` describe the latest.
+    """
 
     _fields_ = [(name, _i64) for name in (
         "allocations", "from_slab", "bytes_from_slab", "bytes_from_default", "fallback", "misses",
-        "fallback_at", "reason")]
+        "fallback_at", "reason", "replays")]
+
+    SUMMED = ("allocations", "from_slab", "bytes_from_slab", "bytes_from_default", "fallback", "misses",
+              "replays")
 
 
 REASONS = {0: None, 1: "size mismatch", 2: "a planned block outlived its planned lifetime",

@@ -31,8 +31,10 @@ import torch
 from . import _native
 from .trace import Trace, _call_profiled
 
-_COUNTERS = ("bytes_from_slab", "bytes_from_default", "fallbacks", "misses", "replays",
-             "allocations", "allocations_from_slab")
+# report() key -> field of the native per-slab counters
+_NATIVE_COUNTERS = {"bytes_from_slab": "bytes_from_slab", "bytes_from_default": "bytes_from_default",
+                    "fallbacks": "fallback", "misses": "misses", "replays": "replays",
+                    "allocations": "allocations", "allocations_from_slab": "from_slab"}
 
 
 class PlanningWarning(UserWarning):
@@ -41,9 +43,9 @@ class PlanningWarning(UserWarning):
 
 def _leaf_key(leaf):
     if isinstance(leaf, torch.Tensor):
-        if leaf.device.type != "cpu" or leaf.layout != torch.strided:
+        if not leaf.is_cpu or leaf.layout is not _strided:
             return None
-        return ("tensor", tuple(leaf.shape), leaf.stride(), leaf.dtype, leaf.requires_grad)
+        return (leaf.shape, leaf.stride(), leaf.dtype, leaf.requires_grad)
     if leaf is None or isinstance(leaf, (bool, int, float, complex, str, bytes, torch.dtype)):
         return (type(leaf).__name__, leaf)
     return ("object", type(leaf).__qualname__, id(leaf))  # conservative: one plan per object
@@ -61,11 +63,25 @@ def _flatten_key(value, out) -> bool:
     return key is not None
 
 
+_Tensor = torch.Tensor
+_strided = torch.strided
+
+
 def signature(module, args, kwargs):
     """The hashable key a call is planned under, or None if it cannot be planned (non-CPU tensors,
     sparse layouts)."""
     parts = [module.training, torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
              torch.get_num_threads()]
+    if not kwargs:  # fast path (it runs on every call): positional plain tensors
+        for a in args:
+            if type(a) is not _Tensor:
+                break
+            if not a.is_cpu or a.layout is not _strided:
+                return None
+            parts.append((a.shape, a.stride(), a.dtype, a.requires_grad))
+        else:
+            return tuple(parts)
+        del parts[4:]
     if not _flatten_key((args, kwargs), parts):
         return None
     return tuple(parts)
@@ -84,15 +100,25 @@ class _Entry:
     stale: bool = False  # a replay missed: profile again on the next call
 
 
+def _slab_counters(slab) -> dict:
+    c = _native.Counters()
+    _native.lib().dsa_slab_counters(slab, _native.ctypes.byref(c))
+    return {key: getattr(c, name) for key, name in _NATIVE_COUNTERS.items()}
+
+
 class _Handles:
-    """Native plan and slab handles to release (also from a weakref finalizer)."""
+    """Native plan and slab handles to release (also from a weakref finalizer), and the counters of
+    slabs already released."""
 
     def __init__(self):
         self.entries: dict = {}
+        self.released = dict.fromkeys(_NATIVE_COUNTERS, 0)
 
     def release_entry(self, entry: _Entry) -> None:
         lib = _native.lib()
         for slab in entry.slabs.values():
+            for key, value in _slab_counters(slab).items():
+                self.released[key] += value
             lib.dsa_slab_free(slab)  # deferred by the library while a pass is using it
         entry.slabs.clear()
         if entry.plan is not None:
@@ -131,8 +157,7 @@ class AttachedModule(torch.nn.Module):
         self._lock = threading.Lock()
         self._handles = _Handles()
         self._finalizer = weakref.finalize(self, self._handles.release)
-        self._stats = dict.fromkeys(_COUNTERS, 0)
-        self._stats.update(profiles=0, eager_calls=0)
+        self._stats = {"profiles": 0, "eager_calls": 0}
         self._detached = False
 
     # ------------------------------------------------------------------ calls
@@ -140,18 +165,16 @@ class AttachedModule(torch.nn.Module):
         if self._detached:
             return self.module(*args, **kwargs)
         key = signature(self.module, args, kwargs)
-        lib = _native.lib()
-        if key is None or lib.dsa_thread_busy():
+        entry = self._handles.entries.get(key)  # a dict lookup is atomic; writers hold the lock
+        if entry is not None and entry.plan is not None and not entry.stale:
+            return self._replay(entry, args, kwargs)
+        if key is None or _native.lib().dsa_thread_busy():
             self._count("eager_calls")
             return self.module(*args, **kwargs)
-        with self._lock:
-            entry = self._handles.entries.get(key)
         if entry is None or entry.stale:
             return self._profile_and_plan(key, args, kwargs, entry)
-        if entry.plan is None:
-            self._count("eager_calls")
-            return self.module(*args, **kwargs)
-        return self._replay(entry, args, kwargs)
+        self._count("eager_calls")  # planning failed or kept missing: eager for good
+        return self.module(*args, **kwargs)
 
     def _count(self, name, value=1):
         with self._lock:
@@ -166,8 +189,8 @@ class AttachedModule(torch.nn.Module):
             self._stats["profiles"] += 1
             current = self._handles.entries.get(key)
             self._handles.entries[key] = entry
-        if current is not None:
-            self._handles.release_entry(current)
+            if current is not None:
+                self._handles.release_entry(current)
         return output
 
     def _plan(self, trace: Trace) -> _Entry:
@@ -206,37 +229,31 @@ class AttachedModule(torch.nn.Module):
         return slab
 
     def _replay(self, entry: _Entry, args, kwargs):
+        # the hot path: two ctypes calls around the forward; the counters stay in the library
         lib = _native.lib()
-        slab = self._slab(entry)
-        session = _native.ctypes.c_void_p()
-        if slab is None or lib.dsa_replay_begin(slab, _native.ctypes.byref(session)) != 0:
+        slab = entry.slabs.get(threading.get_ident()) or self._slab(entry)
+        session = lib.dsa_replay_begin(slab) if slab is not None else None
+        if not session:  # nested in another session, or no memory for a region
             self._count("eager_calls")
             return self.module(*args, **kwargs)
-        counters = _native.Counters()
         try:
             return self.module(*args, **kwargs)
         finally:
-            lib.dsa_replay_end(session, _native.ctypes.byref(counters))
-            self._account(entry, counters)
+            reason = lib.dsa_replay_end(session)
+            if reason > 0:
+                self._fell_back(entry, slab, reason)
 
-    def _account(self, entry: _Entry, c) -> None:
+    def _fell_back(self, entry: _Entry, slab, reason: int) -> None:
+        c = _native.Counters()
+        _native.lib().dsa_slab_counters(slab, _native.ctypes.byref(c))
         with self._lock:
-            s = self._stats
-            s["replays"] += 1
-            s["allocations"] += c.allocations
-            s["allocations_from_slab"] += c.from_slab
-            s["bytes_from_slab"] += c.bytes_from_slab
-            s["bytes_from_default"] += c.bytes_from_default
-            s["misses"] += c.misses
-            if c.fallback:
-                s["fallbacks"] += 1
-                if entry.replans < self._max_replans:
-                    entry.stale = True
-                elif entry.plan is not None:
-                    warnings.warn(f"the plan for this signature missed {entry.replans + 1} times "
-                                  f"({_native.REASONS[c.reason]} at allocation {c.fallback_at}); "
-                                  "it now runs eagerly", PlanningWarning, stacklevel=4)
-                    self._handles.release_entry(entry)
+            if entry.replans < self._max_replans:
+                entry.stale = True
+            elif entry.plan is not None:
+                warnings.warn(f"the plan for this signature missed {entry.replans + 1} times "
+                              f"({_native.REASONS[reason]} at allocation {c.fallback_at}); "
+                              "it now runs eagerly", PlanningWarning, stacklevel=5)
+                self._handles.release_entry(entry)
 
     # ------------------------------------------------------------------ public
     def plan(self, *args, **kwargs):
@@ -275,6 +292,12 @@ class AttachedModule(torch.nn.Module):
         with self._lock:
             entries = list(self._handles.entries.values())
             stats = dict(self._stats)
+            native = dict(self._handles.released)
+            for e in entries:
+                for slab in e.slabs.values():
+                    for key, value in _slab_counters(slab).items():
+                        native[key] += value
+        stats.update(native)
         plans = []
         for e in entries:
             planned = e.plan is not None
