@@ -185,7 +185,8 @@ struct Plan {
 };
 
 // One slab region.  The metadata is never freed (the registry below is read
-// without locks); the bytes are freed once the region is retired and empty.
+// without locks); the bytes are freed once the region is retired and empty,
+// after its registry slot is cleared, so later lookups never see the region.
 struct SlabMem {
   char* base = nullptr;
   int64_t bytes = 0;
@@ -233,9 +234,10 @@ void slab_release_bytes(SlabMem* s) {
     g_slabs[s->slot].store(nullptr, std::memory_order_release);
     s->slot = -1;
   }
+  // base and bytes keep their values: a concurrent find_slab that loaded this
+  // record before the slot was cleared then reads constants, and no pointer
+  // being freed can lie in the released range (its slot is cleared before the bytes are).
   std::free(s->base);
-  s->base = nullptr;
-  s->bytes = 0;
   s->state.clear();
   s->state.shrink_to_fit();
   s->live_at.clear();
