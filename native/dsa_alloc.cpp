@@ -52,7 +52,6 @@ c10::Allocator* g_prev = nullptr;         // the allocator installed before ours
 c10::DeleterFnPtr g_prev_delete = nullptr;
 std::atomic<int> g_sessions{0};           // open profile + replay sessions
 std::atomic<int> g_profiling{0};          // open profile sessions
-std::atomic<int64_t> g_profiled_allocs{0};  // allocations recorded, all sessions
 
 uint64_t this_thread_id() {
   return static_cast<uint64_t>(std::hash<std::thread::id>{}(std::this_thread::get_id()));
@@ -321,7 +320,6 @@ void add_counters(Counters& total, const Counters& c) {
 struct Slab {
   std::shared_ptr<const Plan> plan;
   SlabMem* mem = nullptr;
-  int64_t regions = 0;  // regions taken so far (1 + retirements)
   std::mutex mu;        // guards active / doomed / total
   bool active = false;
   bool doomed = false;
@@ -369,7 +367,6 @@ c10::DataPtr profile_alloc(Profile* prof, size_t n) {
     prof->records.push_back(Record{p, static_cast<int64_t>(n), prof->clock++, -1, t_node, prof->thread});
     g_prof_live[p] = {prof, index};
   }
-  g_profiled_allocs.fetch_add(1, std::memory_order_relaxed);
   return c10::DataPtr(p, p, &profiled_delete, c10::Device(c10::DeviceType::CPU));
 }
 
@@ -490,7 +487,6 @@ int replay_open(Slab* slab, void** session) {
     retire(slab->mem);
     slab->mem = slab_new(slab->plan);
     if (slab->mem == nullptr) return 2;
-    slab->regions++;
   } else {
     std::lock_guard<std::mutex> lock(slab->mem->mu);
     std::fill(slab->mem->state.begin(), slab->mem->state.end(), 0);
@@ -512,7 +508,7 @@ int replay_open(Slab* slab, void** session) {
 #pragma GCC visibility push(default)
 extern "C" {
 
-int dsa_abi_version() { return 2; }
+int dsa_abi_version() { return 3; }
 
 const char* dsa_last_error() { return g_error; }
 
@@ -526,8 +522,6 @@ int dsa_install() {
   }
   return g_install_status;
 }
-
-int dsa_installed() { return c10::GetCPUAllocator() == &g_alloc ? 1 : 0; }
 
 // A session already open on this thread (profile or replay)?
 int dsa_thread_busy() { return (t_profile != nullptr || t_replay != nullptr) ? 1 : 0; }
@@ -735,8 +729,6 @@ int dsa_replay_end(void* session) {
   }
   return reason;
 }
-
-int64_t dsa_profiled_allocations() { return g_profiled_allocs.load(); }
 
 }  // extern "C"
 #pragma GCC visibility pop

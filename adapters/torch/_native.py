@@ -9,7 +9,7 @@ import numpy as np
 
 from ._build import BuildError, library_path
 
-_ABI_VERSION = 2
+_ABI_VERSION = 3
 _p = ctypes.c_void_p
 _i64 = ctypes.c_int64
 _i32 = ctypes.c_int32
@@ -18,7 +18,6 @@ _SIGNATURES = {
     "dsa_abi_version": ([], ctypes.c_int),
     "dsa_last_error": ([], ctypes.c_char_p),
     "dsa_install": ([], ctypes.c_int),
-    "dsa_installed": ([], ctypes.c_int),
     "dsa_thread_busy": ([], ctypes.c_int),
     "dsa_profile_begin": ([], _p),
     "dsa_profile_end": ([_p], _i64),
@@ -35,7 +34,6 @@ _SIGNATURES = {
     "dsa_slab_counters": ([_p, _p], None),
     "dsa_replay_begin": ([_p], _p),
     "dsa_replay_end": ([_p], ctypes.c_int),
-    "dsa_profiled_allocations": ([], _i64),
 }
 
 
@@ -49,8 +47,12 @@ class Counters(ctypes.Structure):
         "allocations", "from_slab", "bytes_from_slab", "bytes_from_default", "fallback", "misses",
         "fallback_at", "reason", "replays")]
 
-    SUMMED = ("allocations", "from_slab", "bytes_from_slab", "bytes_from_default", "fallback", "misses",
-              "replays")
+
+def slab_counters(slab) -> Counters:
+    """The counters summed over the replay passes of a native slab."""
+    c = Counters()
+    lib().dsa_slab_counters(slab, ctypes.byref(c))
+    return c
 
 
 REASONS = {0: None, 1: "size mismatch", 2: "a planned block outlived its planned lifetime",

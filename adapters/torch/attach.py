@@ -101,8 +101,7 @@ class _Entry:
 
 
 def _slab_counters(slab) -> dict:
-    c = _native.Counters()
-    _native.lib().dsa_slab_counters(slab, _native.ctypes.byref(c))
+    c = _native.slab_counters(slab)
     return {key: getattr(c, name) for key, name in _NATIVE_COUNTERS.items()}
 
 
@@ -244,14 +243,13 @@ class AttachedModule(torch.nn.Module):
                 self._fell_back(entry, slab, reason)
 
     def _fell_back(self, entry: _Entry, slab, reason: int) -> None:
-        c = _native.Counters()
-        _native.lib().dsa_slab_counters(slab, _native.ctypes.byref(c))
+        fallback_at = _native.slab_counters(slab).fallback_at
         with self._lock:
             if entry.replans < self._max_replans:
                 entry.stale = True
             elif entry.plan is not None:
                 warnings.warn(f"the plan for this signature missed {entry.replans + 1} times "
-                              f"({_native.REASONS[reason]} at allocation {c.fallback_at}); "
+                              f"({_native.REASONS[reason]} at allocation {fallback_at}); "
                               "it now runs eagerly", PlanningWarning, stacklevel=5)
                 self._handles.release_entry(entry)
 

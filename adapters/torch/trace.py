@@ -55,6 +55,10 @@ class Trace:
         """Boolean mask of the blocks still alive at the end of the pass."""
         return self.ends < 0
 
+    def _closed_ends(self) -> np.ndarray:
+        """``ends`` with the escaping blocks' lifetimes running to the end of the pass."""
+        return np.where(self.escapes, self.clock, self.ends)
+
     @property
     def ops(self) -> tuple:
         """The innermost op of each allocation that is not an allocation op itself, or ``""``."""
@@ -86,7 +90,7 @@ class Trace:
 
         keep = np.ones(len(self), bool) if include_escaping else ~self.escapes
         index = np.flatnonzero(keep)
-        ends = np.where(self.escapes, self.clock, self.ends)[index]
+        ends = self._closed_ends()[index]
         return Problem(self.starts[index], ends, self.sizes[index], ids=tuple(int(i) for i in index),
                        alignments=np.full(len(index), alignment, np.int64))
 
@@ -114,8 +118,7 @@ class Trace:
 
         A replay checks that a planned block is gone by then; escaping blocks get ``len(self)``.
         """
-        ends = np.where(self.escapes, self.clock, self.ends)
-        return np.searchsorted(self.starts, ends, side="left").astype(np.int64)
+        return np.searchsorted(self.starts, self._closed_ends(), side="left").astype(np.int64)
 
 
 def _call_profiled(fn, args, kwargs):
