@@ -370,3 +370,11 @@ def test_no_warning_on_plain_use():
             m = attach(model)
             for _ in range(3):
                 m(*x)
+
+
+def test_plan_rejects_inputs_that_cannot_be_planned():
+    m = attach(torch.nn.Identity())
+    sparse = torch.eye(3).to_sparse()
+    with pytest.raises(ValueError, match="only strided CPU tensors"):
+        m.plan(sparse)
+    assert m(sparse) is sparse and m.report()["eager_calls"] == 1  # a call runs eagerly instead

@@ -157,3 +157,12 @@ def test_trace_agrees_with_torch_profiler_memory_events(name):
     # every block the trace saw freed was freed in the profiler too (pair by address)
     freed = {n.extra_fields.ptr for n, _ in events if n.extra_fields.alloc_size < 0}
     assert all(allocs[i][0].extra_fields.ptr in freed for i in np.flatnonzero(~tr.escapes))
+
+
+def test_profile_inside_a_profile_is_refused():
+    def nested():
+        return profile(lambda: torch.ones(4))
+
+    with pytest.raises(RuntimeError, match="already open on this thread"):
+        profile(nested)
+    assert list(profile(lambda: torch.ones(4)).sizes) == [16]  # the outer session was closed
