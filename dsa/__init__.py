@@ -34,13 +34,14 @@ _EXPORTS = {
     "write_json": "dsa.io",
     "read": "dsa.io",
     "available_strategies": "dsa.strategies",
+    "compact": "dsa.compaction",
 }
 
 # submodules reachable as attributes (dsa.data, dsa.plot, ...) without an explicit import
 # (the front end and the validator live in dsa.solver and dsa.validator, so that the functions
 # dsa.solve and dsa.validate are never shadowed by a submodule of the same name)
-_SUBMODULES = {"bounds", "cli", "data", "generate", "io", "plot", "problem", "solution", "solver",
-               "strategies", "validator"}
+_SUBMODULES = {"bounds", "budget", "cli", "compaction", "data", "generate", "io", "overlap", "plot",
+               "problem", "solution", "solver", "strategies", "sweep", "validator"}
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 

@@ -35,8 +35,10 @@ def load(problem) -> int:
     return int(live.max()) if len(live) else 0
 
 
-def lower_bound(problem) -> int:
+def lower_bound(problem, *, sweep=None) -> int:
     """A lower bound on the optimal peak: the larger of LOAD and the end of the highest fixed buffer.
+
+    ``sweep``, a :class:`dsa.sweep.Sweep` of the problem, supplies LOAD when it has it.
 
     Examples
     --------
@@ -47,7 +49,7 @@ def lower_bound(problem) -> int:
     from dsa.problem import as_problem
 
     problem = as_problem(problem)
-    bound = load(problem)
+    bound = sweep.load if sweep is not None else load(problem)
     fixed = problem.is_fixed
     if fixed.any():
         bound = max(bound, int((problem.fixed_offsets[fixed] + problem.sizes[fixed]).max()))

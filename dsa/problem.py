@@ -174,7 +174,7 @@ def _check_inputs(starts, ends, sizes, ids=None, alignments=None, fixed_offsets=
 
     rows = np.flatnonzero(fixed != FREE)
     if len(rows) > 1:
-        from dsa.validator import find_overlap
+        from dsa.overlap import find_overlap
 
         pair = find_overlap(starts[rows], ends[rows], sizes[rows], fixed[rows])
         if pair is not None:

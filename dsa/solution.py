@@ -14,7 +14,8 @@ class Status(str, enum.Enum):
     """Outcome of a strategy run.
 
     OPTIMAL
-        A valid plan whose peak equals a proven lower bound (or that an exact method proved minimal).
+        A valid plan whose peak equals ``lower_bound``: LOAD, or a bound the strategy proved (an
+        exact search proves optimality by returning its peak as the bound).
     FEASIBLE
         A valid plan that fits the capacity; optimality not proven.
     LIMIT_REACHED
@@ -88,16 +89,18 @@ class Solution:
 
 
 def make_solution(problem, offsets, *, strategy: str, status: Status = Status.FEASIBLE,
-                  message: str = "", stats: dict | None = None) -> Solution:
+                  message: str = "", stats: dict | None = None, lower_bound: int = 0) -> Solution:
     """Build a :class:`Solution` from a strategy's offsets; the front end fills in bound and status.
 
-    Strategies call this; :func:`dsa.solve` then recomputes peak, lower bound and status with
-    :func:`finalize`, so a strategy only has to produce offsets.
+    Strategies call this; :func:`dsa.solve` then recomputes the peak and the status with
+    :func:`finalize`, so a strategy only has to produce offsets. ``lower_bound`` is a bound on the
+    optimal peak that the strategy *proved* (a complete search, a solver's dual bound); the final
+    lower bound is the larger of it and LOAD.
     """
     if offsets is not None:
         offsets = np.asarray(offsets, dtype=np.int64)
     peak = plan_peak(problem, offsets)
-    return Solution(offsets=offsets, peak=peak, lower_bound=0, status=status,
+    return Solution(offsets=offsets, peak=peak, lower_bound=int(lower_bound), status=status,
                     success=status in (Status.OPTIMAL, Status.FEASIBLE, Status.LIMIT_REACHED),
                     message=message, strategy=strategy, stats=dict(stats or {}))
 
@@ -115,13 +118,21 @@ def finalize(problem, solution: Solution, lower_bound: int, *, error: str | None
              extra_stats: dict | None = None) -> Solution:
     """Translate a strategy's raw result into the final status, in one place.
 
-    ``error`` is a validation failure message (the plan is then reported as ERROR).
+    ``lower_bound`` is the front end's bound (LOAD and the fixed buffers); the final bound is the
+    larger of it and the bound the strategy proved (``solution.lower_bound``). ``error`` is a
+    validation failure message (the plan is then reported as ERROR). ``stats["gap"]`` is
+    ``(peak - lower_bound) / peak``, the relative distance to optimal that remains unproven.
     """
     offsets = solution.offsets
     peak = plan_peak(problem, offsets)
+    lower_bound = max(int(lower_bound), int(solution.lower_bound))
     stats = {**solution.stats, **(extra_stats or {})}
     cap = problem.capacity
     status, message = solution.status, solution.message
+    if error is None and peak is not None and lower_bound > peak and solution.lower_bound > 0:
+        # a valid plan of peak P shows the optimum is at most P: a larger "proven" bound is a bug
+        error = (f"the strategy claims a lower bound {solution.lower_bound} above the peak {peak} "
+                 "of its own plan")
     if error is not None:
         status, message = Status.ERROR, f"plan failed validation: {error}"
     elif offsets is None:
@@ -137,9 +148,15 @@ def finalize(problem, solution: Solution, lower_bound: int, *, error: str | None
                        f"infeasibility is not proven (lower bound {lower_bound})")
     elif peak == lower_bound and status in (Status.FEASIBLE, Status.LIMIT_REACHED, Status.OPTIMAL):
         status, message = Status.OPTIMAL, message or "optimal: the peak equals the lower bound"
+    elif status == Status.OPTIMAL:
+        # OPTIMAL means peak == lower_bound: a strategy proves optimality by returning its bound
+        status, message = Status.FEASIBLE, (f"the strategy called its plan optimal without a bound: "
+                                            f"peak {peak}, lower bound {lower_bound}")
     elif status == Status.FEASIBLE and not message:
         message = f"feasible: peak {peak} is {peak / lower_bound:.4f} x the lower bound {lower_bound}" \
             if lower_bound else f"feasible: peak {peak}"
     success = offsets is not None and status in (Status.OPTIMAL, Status.FEASIBLE, Status.LIMIT_REACHED)
+    if peak is not None and status is not Status.ERROR:
+        stats["gap"] = (peak - lower_bound) / peak if peak else 0.0
     return Solution(offsets=offsets, peak=peak, lower_bound=int(lower_bound), status=status,
                     success=success, message=message, strategy=solution.strategy, stats=stats)

@@ -18,6 +18,7 @@ from dsa.bounds import lower_bound
 from dsa.problem import Problem, as_problem
 from dsa.solution import Solution, Status, finalize, make_solution
 from dsa.strategies import get_strategy, resolve_name
+from dsa.sweep import Sweep
 
 __all__ = ["solve", "UnknownOptionWarning"]
 
@@ -52,6 +53,8 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
         Passed to randomised strategies; the same seed gives the same plan.
     validate : bool, default True
         Run :func:`dsa.validate` on the plan; a plan that fails is returned with status ERROR.
+        With ``validate=False`` the plan is returned unchecked: use it only for plans you check
+        yourself.
     **options
         Strategy options (such as ``order=`` and ``fit=`` for ``"greedy"``). Options the strategy does
         not take raise an :class:`UnknownOptionWarning` naming them and are ignored.
@@ -59,8 +62,15 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
     Returns
     -------
     Solution
-        ``offsets`` in row order, ``peak``, ``lower_bound``, ``status``, ``success``, ``message``,
-        ``strategy`` and ``stats`` (with ``time_s``, the strategy's wall time).
+        ``offsets`` in row order, ``peak``, ``lower_bound`` (the larger of LOAD and any bound the
+        strategy proved), ``status``, ``success``, ``message``, ``strategy`` and ``stats`` (with
+        ``time_s``, the strategy's wall time, and ``gap``, ``(peak - lower_bound) / peak``).
+
+    Notes
+    -----
+    Strategies whose ``solve`` takes a ``sweep`` argument receive the shared planning context, a
+    :class:`dsa.sweep.Sweep` of the problem (time-overlap graph, sections, busy periods), built
+    once per call.
 
     Raises
     ------
@@ -88,10 +98,13 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
     else:
         raise TypeError(f"strategy must be a name or a callable, got {type(strategy).__name__}")
     names, var_kw = _accepted(fn)
+    sweep = Sweep(problem)  # the shared planning context; each fact is computed on first use
     call = {}
-    for key, value in (("time_limit", time_limit), ("seed", seed)):
+    for key, value in (("time_limit", time_limit), ("seed", seed), ("sweep", sweep)):
         if value is not None and (key in names or var_kw):
             call[key] = value
+    if "sweep" in options:
+        raise TypeError("sweep is computed by dsa.solve; do not pass it")
     unknown = sorted(k for k in options if k not in names and not var_kw)
     if unknown:
         warnings.warn(f"strategy {name!r} ignores unknown options {unknown}; it takes {sorted(names) or 'none'}",
@@ -99,7 +112,7 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
     call.update({k: v for k, v in options.items() if k in names or var_kw})
 
     # phase 2: the strategy
-    bound = lower_bound(problem)
+    bound = lower_bound(problem, sweep=sweep)
     t0 = time.perf_counter()
     raw = fn(problem, **call)
     elapsed = time.perf_counter() - t0

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from dsa.overlap import find_overlap
+
 __all__ = ["validate", "InvalidPlanError", "find_overlap"]
+
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -25,31 +28,6 @@ class InvalidPlanError(ValueError):
         super().__init__(message)
         self.rule = rule
         self.rows = tuple(int(r) for r in rows)
-
-
-def find_overlap(starts, ends, sizes, offsets):
-    """Return a pair ``(i, j)`` of rows alive at the same time whose address ranges intersect, or None.
-
-    Zero-size rows never overlap. Complexity O(n log n): three sorts, then a sweep over time with a
-    Fenwick tree over offsets (numba, compiled on first use).
-    """
-    starts = np.asarray(starts, dtype=np.int64)
-    ends = np.asarray(ends, dtype=np.int64)
-    sizes = np.asarray(sizes, dtype=np.int64)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    rows = np.flatnonzero(sizes > 0)
-    if len(rows) < 2:
-        return None
-    if len(rows) != len(sizes):
-        starts, ends, sizes, offsets = starts[rows], ends[rows], sizes[rows], offsets[rows]
-    from dsa._kernels.sweep import first_overlap
-
-    tops = offsets + sizes
-    i, j = first_overlap(starts, ends, offsets, tops, np.argsort(starts), np.argsort(ends),
-                         np.argsort(offsets))
-    if i < 0:
-        return None
-    return int(rows[i]), int(rows[j])
 
 
 def _describe(problem, i: int) -> str:

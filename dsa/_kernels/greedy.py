@@ -1,43 +1,13 @@
 """Greedy placement kernel: place rows in a given order at the best-fit or first-fit gap among the
 already-placed rows whose lifetimes intersect theirs.
 
-The time-overlap graph is built once as CSR adjacency (O(n log n + E)), so placing a row costs
-O(k log k) for its k placed neighbours: O(n log n + sum k log k) overall.
+The time-overlap graph comes as CSR adjacency (:func:`dsa._kernels.sweep.overlap_csr`, built once per
+problem), so placing a row costs O(k log k) for its k placed neighbours: O(n log n + sum k log k) overall.
 """
 import numpy as np
 from numba import njit
 
-
-@njit(cache=True)
-def overlap_csr(starts, ends):
-    """CSR adjacency of the time-overlap graph of rows with lifetimes ``[starts, ends)``.
-
-    Returns ``(indptr, indices)``; neighbours of row i are ``indices[indptr[i]:indptr[i + 1]]``.
-    """
-    n = len(starts)
-    perm = np.argsort(starts, kind="mergesort")
-    sorted_starts = starts[perm]
-    # rows at sorted positions (p, hi[p]) start while the row at p is alive: each overlapping pair once
-    hi = np.searchsorted(sorted_starts, ends[perm], side="left")
-    deg = np.zeros(n, dtype=np.int64)
-    for p in range(n):
-        deg[perm[p]] += hi[p] - p - 1
-        for q in range(p + 1, hi[p]):
-            deg[perm[q]] += 1
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    for i in range(n):
-        indptr[i + 1] = indptr[i] + deg[i]
-    indices = np.empty(indptr[n], dtype=np.int32)  # row ids; callers keep n < 2**31
-    fill = indptr[:-1].copy()
-    for p in range(n):
-        a = perm[p]
-        for q in range(p + 1, hi[p]):
-            b = perm[q]
-            indices[fill[a]] = b
-            fill[a] += 1
-            indices[fill[b]] = a
-            fill[b] += 1
-    return indptr, indices
+from dsa._kernels.sweep import overlap_csr  # noqa: F401  (re-exported: older imports name it here)
 
 
 @njit(cache=True)

@@ -1,22 +1,74 @@
 """Strategy registry: one line per strategy, modules imported on first use.
 
 Every strategy module exposes ``solve(problem, *, <keyword-only options>) -> Solution``. Register a
-new one by adding a line to ``_REGISTRY``; :func:`dsa.solve` needs no change.
+new one by adding a line to ``_REGISTRY``; :func:`dsa.solve` needs no change. Each entry carries the
+strategy's capabilities (:class:`StrategyInfo`), so that tests and benchmarks can loop over the
+registry sensibly: no exact search on a million buffers, no crash on a missing optional backend.
 """
 from __future__ import annotations
 
 import importlib
+import importlib.util
+from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["available_strategies", "get_strategy", "resolve_name"]
+__all__ = ["available_strategies", "get_strategy", "resolve_name", "strategy_info", "StrategyInfo"]
 
-_REGISTRY: dict[str, str] = {
-    "best": "dsa.strategies.best",
-    "bump": "dsa.strategies.bump",
-    "greedy": "dsa.strategies.greedy",
-    "greedy_by_size": "dsa.strategies.greedy_by_size",
-    "greedy_by_breadth": "dsa.strategies.greedy_by_breadth",
-}
+KINDS = ("baseline", "heuristic", "approximation", "portfolio", "exact")
+
+
+@dataclass(frozen=True)
+class StrategyInfo:
+    """What a registered strategy is and what it needs.
+
+    Attributes
+    ----------
+    name : str
+        Registered name.
+    module : str
+        Module whose ``solve`` implements it.
+    kind : str
+        ``"baseline"``, ``"heuristic"``, ``"approximation"`` (a proven worst-case factor),
+        ``"portfolio"`` or ``"exact"`` (can prove optimality).
+    requires : tuple of str
+        Modules it imports that are optional dependencies (empty: always available).
+    extra : str or None
+        The ``pip install dsa-planner[extra]`` that provides ``requires``.
+    time_limit : bool
+        Whether it takes ``time_limit`` (and uses it to stop).
+    max_n : int or None
+        The largest number of buffers it is meant for within its default budget (None: any).
+    summary : str
+        One line for listings.
+    """
+
+    name: str
+    module: str
+    kind: str
+    requires: tuple = ()
+    extra: str | None = None
+    time_limit: bool = False
+    max_n: int | None = None
+    summary: str = ""
+
+    @property
+    def available(self) -> bool:
+        """True when every optional module it needs can be imported."""
+        return all(importlib.util.find_spec(m) is not None for m in self.requires)
+
+
+def _entry(name, kind, summary, **kw) -> tuple[str, StrategyInfo]:
+    return name, StrategyInfo(name=name, module=f"dsa.strategies.{name}", kind=kind, summary=summary, **kw)
+
+
+_REGISTRY: dict[str, StrategyInfo] = dict([
+    _entry("best", "portfolio", "every cheap member, then a time-limited improvement search",
+           time_limit=True),
+    _entry("bump", "baseline", "bump pointer reset when nothing is alive"),
+    _entry("greedy", "heuristic", "any ordering x best or first fit"),
+    _entry("greedy_by_breadth", "heuristic", "Pisarchyk & Lee 2020, breadth order"),
+    _entry("greedy_by_size", "heuristic", "Pisarchyk & Lee 2020, size order, best fit"),
+])
 
 _ALIASES: dict[str, str] = {
     "size": "greedy_by_size",
@@ -28,9 +80,20 @@ _ALIASES: dict[str, str] = {
 }
 
 
-def available_strategies() -> list[str]:
-    """Names of the registered strategies, sorted (aliases not included)."""
-    return sorted(_REGISTRY)
+def available_strategies(*, kind: str | None = None, installed: bool = False) -> list[str]:
+    """Names of the registered strategies, sorted (aliases not included).
+
+    Parameters
+    ----------
+    kind : str, optional
+        Keep only strategies of this kind (see :class:`StrategyInfo`).
+    installed : bool, default False
+        Keep only strategies whose optional dependencies are installed.
+    """
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; valid kinds: {', '.join(KINDS)}")
+    return sorted(name for name, info in _REGISTRY.items()
+                  if (kind is None or info.kind == kind) and (not installed or info.available))
 
 
 def resolve_name(name: str) -> str:
@@ -50,6 +113,22 @@ def resolve_name(name: str) -> str:
     return key
 
 
+def strategy_info(name: str) -> StrategyInfo:
+    """The :class:`StrategyInfo` of strategy ``name`` (or alias)."""
+    return _REGISTRY[resolve_name(name)]
+
+
 def get_strategy(name: str) -> Callable:
-    """The ``solve`` function of the strategy ``name`` (or alias), importing its module on first use."""
-    return importlib.import_module(_REGISTRY[resolve_name(name)]).solve
+    """The ``solve`` function of the strategy ``name`` (or alias), importing its module on first use.
+
+    Raises
+    ------
+    ImportError
+        When the strategy needs an optional dependency that is not installed, naming the extra.
+    """
+    info = strategy_info(name)
+    missing = [m for m in info.requires if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ImportError(f"strategy {info.name!r} needs {', '.join(missing)}: "
+                          f"pip install 'dsa-planner[{info.extra}]'")
+    return importlib.import_module(info.module).solve

@@ -20,6 +20,7 @@ from dsa.bounds import lower_bound
 from dsa.solution import make_solution
 from dsa.strategies._orders import ORDERINGS, order_rows
 from dsa.strategies.greedy import FITS, greedy_offsets
+from dsa.sweep import Sweep
 
 __all__ = ["solve", "MEMBERS"]
 
@@ -27,7 +28,7 @@ __all__ = ["solve", "MEMBERS"]
 MEMBERS = tuple((order, fit) for order in ("size", *sorted(set(ORDERINGS) - {"size"})) for fit in FITS)
 
 
-def solve(problem, *, restarts: int = 0, seed=None):
+def solve(problem, *, restarts: int = 0, seed=None, sweep=None):
     """Plan with every greedy member (and ``restarts`` random orders) and keep the lowest peak.
 
     Parameters
@@ -46,13 +47,14 @@ def solve(problem, *, restarts: int = 0, seed=None):
     """
     if not isinstance(restarts, (int, np.integer)) or isinstance(restarts, bool) or restarts < 0:
         raise ValueError(f"restarts must be a non-negative int, got {restarts!r}")
-    bound = lower_bound(problem)
+    sweep = sweep or Sweep(problem)
+    bound = lower_bound(problem, sweep=sweep)
     rng = np.random.default_rng(seed)
     members = list(MEMBERS) + [("random", "best")] * int(restarts)
     best, best_peak, peaks = None, None, {}
     for k, (order, fit) in enumerate(members):
         rows = order_rows(problem, order, rng.integers(2**63) if order == "random" else None)
-        offsets = greedy_offsets(problem, rows, fit)
+        offsets = greedy_offsets(problem, rows, fit, sweep=sweep)
         peak = int((offsets + problem.sizes).max()) if len(problem) else 0
         name = f"{order}/{fit}" if order != "random" else f"random{k - len(MEMBERS)}/{fit}"
         peaks[name] = peak

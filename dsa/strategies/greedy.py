@@ -27,14 +27,16 @@ __all__ = ["solve", "greedy_offsets", "FITS"]
 FITS = ("best", "first")
 
 
-def greedy_offsets(problem, order, fit: str = "best") -> np.ndarray:
+def greedy_offsets(problem, order, fit: str = "best", *, sweep=None) -> np.ndarray:
     """Offsets from placing the non-fixed rows in ``order`` (an array of row indices) with ``fit``.
 
-    Rows missing from ``order`` that are not fixed are placed last, by index.
+    Rows missing from ``order`` that are not fixed are placed last, by index. ``sweep`` (a
+    :class:`dsa.sweep.Sweep` of ``problem``) supplies the time-overlap graph; without one it is built.
     """
     if fit not in FITS:
         raise ValueError(f"unknown fit {fit!r}; valid fits: {', '.join(FITS)}")
-    from dsa._kernels.greedy import overlap_csr, place
+    from dsa._kernels.greedy import place
+    from dsa.sweep import Sweep
 
     n = len(problem)
     offsets = np.full(n, -1, dtype=np.int64)
@@ -48,12 +50,12 @@ def greedy_offsets(problem, order, fit: str = "best") -> np.ndarray:
         seen = np.zeros(n, dtype=bool)
         seen[order] = True
         order = np.concatenate([order, np.flatnonzero(~seen & ~fixed)])
-    indptr, indices = overlap_csr(problem.starts, problem.ends)
+    indptr, indices = (sweep or Sweep(problem)).overlap
     place(order, problem.sizes, problem.alignments, offsets, indptr, indices, fit == "best")
     return offsets
 
 
-def solve(problem, *, order: str = "size", fit: str = "best", seed=None):
+def solve(problem, *, order: str = "size", fit: str = "best", seed=None, sweep=None):
     """Plan with one ordering and one placement rule.
 
     Parameters
@@ -67,10 +69,12 @@ def solve(problem, *, order: str = "size", fit: str = "best", seed=None):
         Best fit takes the smallest gap that fits; first fit the lowest.
     seed : int, optional
         Only used by ``order="random"``.
+    sweep : dsa.sweep.Sweep, optional
+        The shared planning context (passed by :func:`dsa.solve`).
 
     Returns
     -------
     Solution
     """
-    offsets = greedy_offsets(problem, order_rows(problem, order, seed), fit)
+    offsets = greedy_offsets(problem, order_rows(problem, order, seed), fit, sweep=sweep)
     return make_solution(problem, offsets, strategy="greedy", stats={"order": order, "fit": fit})

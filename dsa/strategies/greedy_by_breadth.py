@@ -14,7 +14,7 @@ from dsa.solution import make_solution
 __all__ = ["solve"]
 
 
-def solve(problem, *, fit: str = "best"):
+def solve(problem, *, fit: str = "best", sweep=None):
     """Plan in greedy-by-breadth order with ``fit`` placement (``"best"`` or ``"first"``)."""
-    return make_solution(problem, greedy_offsets(problem, by_breadth(problem), fit),
+    return make_solution(problem, greedy_offsets(problem, by_breadth(problem), fit, sweep=sweep),
                          strategy="greedy_by_breadth")

@@ -13,6 +13,6 @@ from dsa.solution import make_solution
 __all__ = ["solve"]
 
 
-def solve(problem, *, fit: str = "best"):
+def solve(problem, *, fit: str = "best", sweep=None):
     """Plan by decreasing size with ``fit`` placement (``"best"`` or ``"first"``)."""
-    return make_solution(problem, greedy_offsets(problem, by_size(problem), fit), strategy="greedy_by_size")
+    return make_solution(problem, greedy_offsets(problem, by_size(problem), fit, sweep=sweep), strategy="greedy_by_size")

@@ -1,0 +1,129 @@
+"""The planning context: facts about a problem's time axis, computed once and shared by strategies.
+
+:func:`dsa.solve` builds one :class:`Sweep` per call and hands it to every strategy whose ``solve``
+takes a ``sweep`` argument; a portfolio hands the same one to all its members. Each fact is computed
+on first use and kept, so a strategy pays only for what it reads. This is the shape of MiniMalloc's
+``SweepResult`` and of networkx's flow functions taking a prebuilt ``residual=`` network.
+
+Facts:
+
+* :attr:`Sweep.overlap`: the time-overlap graph as CSR adjacency (numba; O(n log n + E));
+* :attr:`Sweep.times`, :attr:`Sweep.live`: sections (maximal time intervals with a constant live set)
+  and the bytes alive in each, the live-bytes step function;
+* :attr:`Sweep.first_section`, :attr:`Sweep.last_section`: the sections each row spans;
+* :attr:`Sweep.load`: LOAD, the most bytes alive at one instant;
+* :attr:`Sweep.periods`: busy periods, independent sub-problems cut at instants where nothing lives.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+__all__ = ["Sweep"]
+
+
+class Sweep:
+    """Lazily computed facts about ``problem``'s time axis (see the module docstring).
+
+    Parameters
+    ----------
+    problem : Problem
+
+    Examples
+    --------
+    >>> import dsa
+    >>> from dsa.sweep import Sweep
+    >>> s = Sweep(dsa.Problem([0, 1, 5], [2, 3, 6], [4, 8, 2]))
+    >>> s.times.tolist(), s.live.tolist(), s.load
+    ([0, 1, 2, 3, 5, 6], [4, 12, 8, 0, 2, 0], 12)
+    >>> s.periods.tolist(), s.n_periods
+    ([0, 0, 1], 2)
+    """
+
+    def __init__(self, problem):
+        self.problem = problem
+
+    def __repr__(self) -> str:
+        done = sorted(k for k in ("overlap", "times", "periods") if k in self.__dict__)
+        return f"Sweep(n={len(self.problem)}, computed={done})"
+
+    @cached_property
+    def overlap(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(indptr, indices)``: the neighbours in time of row ``i`` are ``indices[indptr[i]:indptr[i+1]]``.
+
+        Two rows are neighbours when their half-open lifetimes intersect, whatever their sizes.
+        Complexity O(n log n + E) time and O(n + E) memory, E the number of intersecting pairs.
+        """
+        from dsa._kernels.sweep import overlap_csr
+
+        return overlap_csr(self.problem.starts, self.problem.ends)
+
+    @cached_property
+    def _sections(self):
+        p = self.problem
+        times = np.unique(np.concatenate([p.starts, p.ends]))
+        first = np.searchsorted(times, p.starts)
+        last = np.searchsorted(times, p.ends) - 1
+        delta = np.zeros(len(times), dtype=np.int64)
+        np.add.at(delta, first, p.sizes)
+        np.add.at(delta, last + 1, -p.sizes)
+        live = np.cumsum(delta)
+        return times, live, first, last
+
+    @property
+    def times(self) -> np.ndarray:
+        """Sorted distinct event times; section ``k`` is ``[times[k], times[k + 1])`` (the last one
+        starts at the last end and is empty)."""
+        return self._sections[0]
+
+    @property
+    def live(self) -> np.ndarray:
+        """Bytes alive in each section (frees before allocations at equal times)."""
+        return self._sections[1]
+
+    @property
+    def first_section(self) -> np.ndarray:
+        """Index of the first section of each row."""
+        return self._sections[2]
+
+    @property
+    def last_section(self) -> np.ndarray:
+        """Index of the last section of each row (inclusive)."""
+        return self._sections[3]
+
+    @property
+    def load(self) -> int:
+        """LOAD: the most bytes alive at one instant (0 for an empty problem)."""
+        return int(self.live.max()) if len(self.live) else 0
+
+    @cached_property
+    def periods(self) -> np.ndarray:
+        """Busy-period label of each row, ``0 .. n_periods - 1`` in time order.
+
+        A busy period is a maximal time span in which something is alive; rows of different periods
+        never meet, so each period can be planned on its own from offset 0. O(n log n).
+        """
+        p = self.problem
+        n = len(p)
+        labels = np.zeros(n, dtype=np.int64)
+        if n == 0:
+            return labels
+        order = np.argsort(p.starts, kind="stable")
+        reach = np.maximum.accumulate(p.ends[order])
+        # a row opens a new period when it starts at or after every earlier row has ended
+        new = np.r_[False, p.starts[order][1:] >= reach[:-1]]
+        labels[order] = np.cumsum(new)
+        return labels
+
+    @property
+    def n_periods(self) -> int:
+        """Number of busy periods."""
+        return int(self.periods.max()) + 1 if len(self.periods) else 0
+
+    def period_rows(self) -> list[np.ndarray]:
+        """Row indices of each busy period, in time order (each ascending)."""
+        labels = self.periods
+        order = np.argsort(labels, kind="stable")
+        cuts = np.flatnonzero(np.diff(labels[order])) + 1
+        return np.split(order, cuts) if len(order) else []
