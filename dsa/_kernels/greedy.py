@@ -11,6 +11,28 @@ from dsa._kernels.sweep import overlap_csr  # noqa: F401  (re-exported: older im
 
 
 @njit(cache=True)
+def _sort_by_lo(lo, hi, k):
+    """Sort the first ``k`` pairs ``(lo, hi)`` by ``lo`` in place (insertion sort for short lists)."""
+    if k > 48:
+        idx = np.argsort(lo[:k])
+        slo = lo[:k][idx]
+        shi = hi[:k][idx]
+        lo[:k] = slo
+        hi[:k] = shi
+        return
+    for t in range(1, k):
+        x = lo[t]
+        y = hi[t]
+        u = t - 1
+        while u >= 0 and lo[u] > x:
+            lo[u + 1] = lo[u]
+            hi[u + 1] = hi[u]
+            u -= 1
+        lo[u + 1] = x
+        hi[u + 1] = y
+
+
+@njit(cache=True)
 def place(order, sizes, aligns, offsets, indptr, indices, best_fit):
     """Place the rows of ``order`` one by one; ``offsets`` holds -1 for unplaced rows and is filled in.
 
@@ -40,11 +62,11 @@ def place(order, sizes, aligns, offsets, indptr, indices, best_fit):
                 k += 1
         best = -1
         if k > 0:
-            idx = np.argsort(lo[:k])
+            _sort_by_lo(lo, hi, k)
             best_gap = np.int64(-1)
             prev = np.int64(0)
             for t in range(k):
-                o = lo[idx[t]]
+                o = lo[t]
                 cand = (prev + a - 1) // a * a
                 if o - cand >= size:
                     gap = o - cand
@@ -54,9 +76,8 @@ def place(order, sizes, aligns, offsets, indptr, indices, best_fit):
                     if best < 0 or gap < best_gap:
                         best = cand
                         best_gap = gap
-                top = hi[idx[t]]
-                if top > prev:
-                    prev = top
+                if hi[t] > prev:
+                    prev = hi[t]
             if best < 0:
                 best = (prev + a - 1) // a * a
         else:

@@ -1,0 +1,219 @@
+"""The planning context shared by strategies: Sweep, Budget, compact, proven bounds, registry capabilities."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dsa
+from conftest import fields, problems, raw_problems, to_problem
+from dsa.budget import Budget
+from dsa.solution import make_solution
+from dsa.strategies import StrategyInfo, strategy_info
+from dsa.sweep import Sweep
+from naive import brute_force_optimum, lowest_fit_plan, naive_load, naive_validate
+
+
+# ---------------------------------------------------------------- Sweep against brute force
+@given(problem=problems())
+def test_sweep_overlap_graph_is_the_time_overlap_graph(problem):
+    indptr, indices = Sweep(problem).overlap
+    s, e = problem.starts.tolist(), problem.ends.tolist()
+    n = len(problem)
+    for i in range(n):
+        got = sorted(indices[indptr[i]:indptr[i + 1]].tolist())
+        assert got == [j for j in range(n) if j != i and s[i] < e[j] and s[j] < e[i]]
+
+
+@given(problem=problems())
+def test_sweep_sections_and_load(problem):
+    sw = Sweep(problem)
+    f = fields(problem)
+    assert sw.load == naive_load(f["starts"], f["ends"], f["sizes"])
+    for k, t in enumerate(sw.times.tolist()):
+        alive = sum(z for a, b, z in zip(f["starts"], f["ends"], f["sizes"]) if a <= t < b)
+        assert sw.live[k] == alive
+    for i in range(len(problem)):
+        assert sw.times[sw.first_section[i]] == f["starts"][i]
+        assert sw.times[sw.last_section[i] + 1] == f["ends"][i]
+
+
+@given(problem=problems())
+def test_sweep_busy_periods(problem):
+    sw = Sweep(problem)
+    labels = sw.periods.tolist()
+    s, e = problem.starts.tolist(), problem.ends.tolist()
+    n = len(problem)
+    # rows that meet share a period; rows of one period are chained by meetings; periods in time order
+    for i in range(n):
+        for j in range(n):
+            if s[i] < e[j] and s[j] < e[i]:
+                assert labels[i] == labels[j]
+            if labels[i] < labels[j]:
+                assert e[i] <= s[j]
+    rows = sw.period_rows()
+    assert len(rows) == sw.n_periods
+    assert sorted(np.concatenate(rows).tolist() if rows else []) == list(range(n))
+
+
+def test_sweep_is_lazy_and_cached():
+    sw = Sweep(dsa.Problem([0, 2], [3, 4], [1, 1]))
+    assert "overlap" not in repr(sw)
+    first = sw.overlap
+    assert sw.overlap is first and "overlap" in repr(sw)
+
+
+def test_solve_hands_one_sweep_to_strategies_that_take_it():
+    seen = []
+
+    def takes_sweep(problem, *, sweep):
+        seen.append(sweep)
+        assert sweep.problem is problem
+        return dsa.compact(problem, np.zeros(len(problem), dtype=np.int64) + 100, sweep=sweep)
+
+    sol = dsa.solve([(0, 2, 3), (1, 3, 4)], takes_sweep)
+    assert sol.success and sol.peak == 7 and isinstance(seen[0], Sweep)
+    with pytest.raises(TypeError, match="sweep is computed by dsa.solve"):
+        dsa.solve([(0, 2, 3)], takes_sweep, sweep=None)
+
+
+# ---------------------------------------------------------------- Budget
+def test_budget_nodes():
+    b = Budget(node_limit=10)
+    assert b.grant(4) == 4
+    b.spend(4)
+    assert b.grant(100) == 6 and not b.exhausted
+    b.spend(6)
+    assert b.exhausted and b.grant(1) == 0 and b.nodes == 10
+    assert Budget().remaining() == float("inf") and not Budget().exhausted
+
+
+def test_budget_time():
+    b = Budget(time_limit=1e-9)
+    while not b.exhausted:
+        pass
+    assert b.grant(5) == 0 and b.remaining() == 0.0 and b.elapsed() > 0
+
+
+@pytest.mark.parametrize("kw, match", [({"time_limit": 0}, "time_limit"), ({"time_limit": -1.0}, "time_limit"),
+                                       ({"node_limit": 0}, "node_limit"), ({"node_limit": 2.5}, "node_limit"),
+                                       ({"node_limit": True}, "node_limit")])
+def test_budget_rejects_bad_limits(kw, match):
+    with pytest.raises(ValueError, match=match):
+        Budget(**kw)
+
+
+# ---------------------------------------------------------------- compact
+@st.composite
+def valid_plans(draw):
+    raw = draw(raw_problems())
+    n = len(raw["starts"])
+    order = draw(st.permutations(range(n)))
+    offsets = lowest_fit_plan(raw["starts"], raw["ends"], raw["sizes"], order, raw["alignments"], raw["fixed"])
+    # lift free rows by random aligned amounts (keeping validity is not needed for them all: lifting
+    # everything free by one common multiple keeps the plan valid only without fixed rows)
+    lift = draw(st.integers(0, 5)) * 8
+    problem = to_problem(raw)
+    if not problem.is_fixed.any():
+        offsets = [o + lift for o in offsets]
+    return problem, offsets
+
+
+@given(case=valid_plans())
+@settings(max_examples=200)
+def test_compact_keeps_plans_valid_and_never_raises_the_peak(case):
+    problem, offsets = case
+    assert naive_validate(**fields(problem), offsets=offsets) == []
+    out = dsa.compact(problem, offsets)
+    assert naive_validate(**fields(problem), offsets=out.tolist()) == []
+    before = max((o + z for o, z in zip(offsets, problem.sizes.tolist())), default=0)
+    assert dsa.solution.plan_peak(problem, out) <= before
+    free = ~problem.is_fixed & (problem.sizes > 0)
+    assert (out[free] <= np.asarray(offsets, dtype=np.int64)[free]).all()  # no buffer moves up
+
+
+def test_compact_slides_down_a_loose_plan():
+    p = dsa.Problem([0, 0, 5], [4, 9, 9], [2, 3, 2])
+    # ascending offsets: row 1 to the floor, row 0 on top of it, row 2 (meets only row 1) also on top
+    assert dsa.compact(p, [10, 0, 20]).tolist() == [3, 0, 3]
+    assert dsa.compact(p, [0, 2, 0]).tolist() == [0, 2, 0]  # already tight: unchanged
+    with pytest.raises(ValueError, match="expected 3 offsets"):
+        dsa.compact(p, [0, 0])
+
+
+# ---------------------------------------------------------------- proven bounds through finalize
+def _strategy_with_bound(offsets, bound, status=dsa.Status.FEASIBLE):
+    def strategy(problem):
+        return make_solution(problem, offsets, strategy="proof", status=status, lower_bound=bound)
+    return strategy
+
+
+ALIGNED = dsa.Problem([0, 0], [1, 1], [3, 3], alignments=[4, 4])  # LOAD 6, optimum 7
+
+
+def test_a_proven_bound_above_load_is_kept():
+    sol = dsa.solve(ALIGNED, _strategy_with_bound([0, 4], 7))
+    assert dsa.lower_bound(ALIGNED) == 6 and brute_force_optimum([0, 0], [1, 1], [3, 3], [4, 4]) == 7
+    assert (sol.lower_bound, sol.status, sol.stats["gap"]) == (7, dsa.Status.OPTIMAL, 0.0)
+
+
+def test_a_bound_below_load_does_not_lower_it():
+    sol = dsa.solve(ALIGNED, _strategy_with_bound([0, 4], 2))
+    assert sol.lower_bound == 6 and sol.status is dsa.Status.FEASIBLE
+    assert sol.stats["gap"] == pytest.approx(1 / 7)
+
+
+def test_a_bound_above_the_strategys_own_peak_is_an_error():
+    sol = dsa.solve(ALIGNED, _strategy_with_bound([0, 4], 8))
+    assert sol.status is dsa.Status.ERROR and not sol.success and "claims a lower bound 8" in sol.message
+
+
+def test_optimal_without_a_bound_is_not_believed():
+    sol = dsa.solve(ALIGNED, _strategy_with_bound([0, 4], 0, status=dsa.Status.OPTIMAL))
+    assert sol.status is dsa.Status.FEASIBLE and sol.success and "without a bound" in sol.message
+
+
+def test_a_proven_bound_above_capacity_is_infeasible():
+    p = ALIGNED.replace(capacity=6)
+    sol = dsa.solve(p, _strategy_with_bound([0, 4], 7))
+    assert sol.status is dsa.Status.INFEASIBLE and not sol.success
+
+
+# ---------------------------------------------------------------- registry capabilities
+def test_every_entry_has_capabilities():
+    for name in dsa.available_strategies():
+        info = strategy_info(name)
+        assert info.name == name and info.kind in dsa.strategies.KINDS and info.summary
+        assert info.available == (name in dsa.available_strategies(installed=True))
+    assert strategy_info("portfolio").name == "best"
+    assert "bump" in dsa.available_strategies(kind="baseline")
+    assert set(dsa.available_strategies(kind="heuristic")) >= {"greedy_by_size", "greedy_by_breadth"}
+    with pytest.raises(ValueError, match="unknown kind"):
+        dsa.available_strategies(kind="fast")
+
+
+def test_missing_optional_dependency_names_the_extra(monkeypatch):
+    from dsa import strategies
+
+    fake = StrategyInfo(name="needs_it", module="dsa.strategies.bump", kind="exact",
+                        requires=("no_such_module_xyz",), extra="nothere", summary="test")
+    monkeypatch.setitem(strategies._REGISTRY, "needs_it", fake)
+    assert not fake.available
+    assert "needs_it" in dsa.available_strategies() and "needs_it" not in dsa.available_strategies(installed=True)
+    with pytest.raises(ImportError, match=r"no_such_module_xyz.*dsa-planner\[nothere\]"):
+        dsa.solve([(0, 1, 1)], "needs_it")
+
+
+def test_overlap_search_sits_below_problem_and_validator():
+    """Problem's input check (colliding fixed buffers) runs without importing the validator."""
+    import subprocess
+    import sys
+
+    code = ("import sys, dsa.problem\n"
+            "try:\n"
+            "    dsa.problem.Problem([0, 0], [2, 2], [4, 4], fixed_offsets=[0, 2])\n"
+            "except ValueError as e:\n"
+            "    print('rejected', 'dsa.validator' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["rejected", "False"]
