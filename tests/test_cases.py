@@ -92,8 +92,8 @@ def test_best_fit_takes_the_smallest_gap():
     # pinned [6, 8) and [10, 12) leave gaps [0, 6) and [8, 10) for a free 2-byte buffer alive with them:
     # best fit takes the tighter gap at 8, first fit the lowest at 0 (both keep the peak at 12)
     problem = dsa.Problem([0, 0, 0], [10, 10, 10], [2, 2, 2], fixed_offsets=[6, 10, None])
-    assert dsa.solve(problem, "greedy_by_size").offsets.tolist() == [6, 10, 8]
-    assert dsa.solve(problem, "greedy_by_size", fit="first").offsets.tolist() == [6, 10, 0]
+    assert dsa.solve(problem, "greedy_by_size", fit="best").offsets.tolist() == [6, 10, 8]
+    assert dsa.solve(problem, "greedy_by_size").offsets.tolist() == [6, 10, 0]  # the preset: lowest fit
     assert dsa.solve(problem, "greedy", fit="best").offsets.tolist() == [6, 10, 8]
     assert dsa.solve(problem, "greedy", fit="first").offsets.tolist() == [6, 10, 0]
     # a buffer that fits no gap goes on top of the highest neighbour
@@ -106,7 +106,7 @@ def test_best_fit_with_alignment_measures_the_aligned_gap():
     # a 2-byte 4-aligned buffer fits both, best fit takes [4, 6)
     problem = dsa.Problem([0, 0, 0, 0], [9, 9, 9, 9], [1, 2, 3, 2], alignments=[1, 1, 1, 4],
                           fixed_offsets=[0, 6, 13, None])
-    assert dsa.solve(problem, "greedy_by_size").offsets.tolist() == [0, 6, 13, 4]
+    assert dsa.solve(problem, "greedy_by_size", fit="best").offsets.tolist() == [0, 6, 13, 4]
 
 
 # ---------------------------------------------------------------- capacity and status

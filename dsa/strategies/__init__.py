@@ -67,7 +67,7 @@ _REGISTRY: dict[str, StrategyInfo] = dict([
     _entry("bump", "baseline", "bump pointer reset when nothing is alive"),
     _entry("greedy", "heuristic", "any ordering x best or first fit"),
     _entry("greedy_by_breadth", "heuristic", "Pisarchyk & Lee 2020, breadth order"),
-    _entry("greedy_by_size", "heuristic", "Pisarchyk & Lee 2020, size order, best fit"),
+    _entry("greedy_by_size", "heuristic", "Pisarchyk & Lee 2020, size order, lowest fit"),
 ])
 
 _ALIASES: dict[str, str] = {
