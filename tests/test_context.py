@@ -217,3 +217,27 @@ def test_overlap_search_sits_below_problem_and_validator():
             "    print('rejected', 'dsa.validator' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["rejected", "False"]
+
+
+# ---------------------------------------------------------------- the cost of a first plan
+def _fresh(code: str) -> str:
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+
+def test_a_small_first_plan_loads_no_numba():
+    out = _fresh("import sys, dsa, dsa.generate\n"
+                 "p = dsa.generate.random_trace(30, seed=0)\n"
+                 "s = dsa.solve(p)\n"
+                 "print(s.success, s.stats['jit_s'], 'numba' in sys.modules)\n")
+    assert out.split() == ["True", "0.0", "False"]
+
+
+def test_jit_seconds_count_the_first_kernel_calls_only():
+    out = _fresh("import dsa, dsa.generate\n"
+                 "p = dsa.generate.random_trace(2000, seed=0)\n"
+                 "a, b = dsa.solve(p), dsa.solve(p)\n"
+                 "print(a.stats['jit_s'] > 0, b.stats['jit_s'] == 0.0)\n")
+    assert out.split() == ["True", "True"]

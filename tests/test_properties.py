@@ -1,6 +1,8 @@
 """Property tests over every registered strategy, against the reference code in tests/naive.py."""
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -146,9 +148,23 @@ def problems_with_offsets(draw):
     return problem, offsets
 
 
+def _both_overlap_paths():
+    """Run the body twice: the numpy pairwise check (small inputs) and the numba sweep kernel."""
+    import dsa.overlap
+
+    yield
+    with mock.patch.object(dsa.overlap, "SMALL_M", 0):
+        yield
+
+
 @given(case=problems_with_offsets())
 @settings(max_examples=400)
 def test_validate_agrees_with_naive(case):
+    for _ in _both_overlap_paths():
+        _check_validate_agrees_with_naive(case)
+
+
+def _check_validate_agrees_with_naive(case):
     problem, offsets = case
     issues = naive_validate(**fields(problem), offsets=offsets)
     try:
@@ -172,11 +188,12 @@ def test_find_overlap_agrees_with_naive(case):
 
     problem, offsets = case
     issues = [i for i in naive_validate(problem.starts, problem.ends, problem.sizes, offsets) if i.rule == "overlap"]
-    pair = find_overlap(problem.starts, problem.ends, problem.sizes, offsets)
-    if pair is None:
-        assert not issues
-    else:
-        assert tuple(sorted(pair)) in {i.rows for i in issues}
+    for _ in _both_overlap_paths():
+        pair = find_overlap(problem.starts, problem.ends, problem.sizes, offsets)
+        if pair is None:
+            assert not issues
+        else:
+            assert tuple(sorted(pair)) in {i.rows for i in issues}
 
 
 @given(problem=problems(fixed=False), data=st.data())
@@ -187,12 +204,13 @@ def test_validate_stacked_columns_agree(problem, data):
     sizes = data.draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
     p = dsa.Problem(problem.starts, problem.ends, sizes)
     issues = naive_validate(p.starts, p.ends, sizes, offsets)
-    try:
-        dsa.validate(p, offsets)
-        ok = True
-    except dsa.InvalidPlanError:
-        ok = False
-    assert ok == (not issues)
+    for _ in _both_overlap_paths():
+        try:
+            dsa.validate(p, offsets)
+            ok = True
+        except dsa.InvalidPlanError:
+            ok = False
+        assert ok == (not issues)
 
 
 # ---------------------------------------------------------------- the greedy engine's option grid
@@ -211,6 +229,22 @@ def test_greedy_options_give_valid_plans(order, fit, problem, seed):
     assert np.array_equal(sol.offsets, again.offsets)
     if (problem.alignments == 1).all():
         assert sol.peak <= dsa.solve(problem, "bump").peak
+
+
+@given(problem=problems(), seed=st.integers(0, 1000))
+@settings(max_examples=60)
+def test_numpy_and_numba_engines_agree(problem, seed):
+    """Small problems take a numpy loop, larger ones the numba kernel: the plans are identical."""
+    from dsa.strategies import greedy
+    from dsa.strategies._orders import order_rows
+
+    for order in GREEDY_ORDERS:
+        rows = order_rows(problem, order, seed)
+        for fit in greedy.FITS:
+            small = greedy.greedy_offsets(problem, rows, fit)
+            with mock.patch.object(greedy, "SMALL_N", 0):
+                kernel = greedy.greedy_offsets(problem, rows, fit)
+            assert np.array_equal(small, kernel), (order, fit)
 
 
 @given(problem=problems())

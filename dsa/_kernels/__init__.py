@@ -1,4 +1,55 @@
 """Private numba kernels: functions on arrays and scalars only, compiled on first use (``cache=True``).
 
 Nothing here is imported by ``import dsa``; modules import a kernel module when they first need it.
+Kernel modules take ``njit`` from this package (``from dsa._kernels import njit``) rather than from
+numba: the first access imports numba, timing it, and registers a listener on numba's compiler lock,
+so that :func:`jit_seconds` can tell how much of a call went to importing numba, compiling kernels or
+loading them from numba's cache. :func:`dsa.solve` reports it as ``stats["jit_s"]``.
 """
+from __future__ import annotations
+
+import time
+
+__all__ = ["jit_seconds"]
+
+_state = {"seconds": 0.0, "numba": None}
+
+
+def _load_numba():
+    numba = _state["numba"]
+    if numba is None:
+        t0 = time.perf_counter()
+        import numba
+        from numba.core import event
+
+        class _CompileTimer(event.Listener):
+            """Adds the time spent holding numba's compiler lock (compiling or loading from cache)."""
+
+            depth = 0
+            t0 = 0.0
+
+            def on_start(self, ev):
+                if self.depth == 0:
+                    self.t0 = time.perf_counter()
+                self.depth += 1
+
+            def on_end(self, ev):
+                self.depth -= 1
+                if self.depth == 0:
+                    _state["seconds"] += time.perf_counter() - self.t0
+
+        event.register("numba:compiler_lock", _CompileTimer())
+        _state["numba"] = numba
+        _state["seconds"] += time.perf_counter() - t0
+    return numba
+
+
+def jit_seconds() -> float:
+    """Seconds this process has spent importing numba and compiling or cache-loading kernels."""
+    return _state["seconds"]
+
+
+def __getattr__(name: str):
+    if name == "njit":
+        return _load_numba().njit
+    raise AttributeError(f"module 'dsa._kernels' has no attribute {name!r}")

@@ -5,7 +5,7 @@ The time-overlap graph comes as CSR adjacency (:func:`dsa._kernels.sweep.overlap
 problem), so placing a row costs O(k log k) for its k placed neighbours: O(n log n + sum k log k) overall.
 """
 import numpy as np
-from numba import njit
+from dsa._kernels import njit
 
 from dsa._kernels.sweep import overlap_csr  # noqa: F401  (re-exported: older imports name it here)
 

@@ -7,7 +7,7 @@ are order-statistic queries on a Fenwick tree over the buffers' ranks by offset,
 costs O(log n).
 """
 import numpy as np
-from numba import njit
+from dsa._kernels import njit
 
 
 @njit(cache=True)

@@ -3,7 +3,7 @@
 Built once per problem by :class:`dsa.sweep.Sweep` and handed to every strategy that asks for it.
 """
 import numpy as np
-from numba import njit
+from dsa._kernels import njit
 
 
 @njit(cache=True)
