@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from dsa._kernels import use_numpy
+
 __all__ = ["find_overlap"]
 
-# Up to this many non-empty rows the pairs are checked all at once in numpy (O(m^2) memory, about a
-# millisecond), which spares a first validation in a fresh process the numba import and kernel load.
+# Up to this many non-empty rows, the first calls of a process check every pair at once in numpy
+# (O(m^2) memory, about a millisecond), which spares a first validation the numba import and kernel
+# load. See dsa._kernels.use_numpy.
 SMALL_M = 512
 
 
@@ -19,7 +22,7 @@ def find_overlap(starts, ends, sizes, offsets):
 
     Zero-size rows never overlap. Complexity O(n log n): three sorts, then a sweep over time with a
     Fenwick tree over offsets (numba, compiled on first use). Up to ``SMALL_M`` non-empty rows, every
-    pair is checked at once in numpy instead.
+    pair is checked at once in numpy instead in the first calls of a process.
     """
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
@@ -31,7 +34,7 @@ def find_overlap(starts, ends, sizes, offsets):
     if len(rows) != len(sizes):
         starts, ends, sizes, offsets = starts[rows], ends[rows], sizes[rows], offsets[rows]
     tops = offsets + sizes
-    if len(rows) <= SMALL_M:
+    if use_numpy("overlap_check", len(rows), SMALL_M + 1):
         clash = ((starts[:, None] < ends[None, :]) & (starts[None, :] < ends[:, None])
                  & (offsets[:, None] < tops[None, :]) & (offsets[None, :] < tops[:, None]))
         np.fill_diagonal(clash, False)

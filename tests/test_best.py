@@ -34,7 +34,7 @@ def test_never_worse_than_any_member(problem):
 def test_stops_early_at_the_lower_bound():
     easy = dsa.Problem([0, 1], [1, 2], [8, 8])
     sol = dsa.solve(easy, "best", restarts=5)
-    assert list(sol.stats["peaks"]) == ["size/best"] and sol.peak == 8
+    assert list(sol.stats["peaks"]) == ["size/first"] and sol.peak == 8
 
 
 def test_restarts_are_seeded():

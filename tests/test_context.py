@@ -241,3 +241,13 @@ def test_jit_seconds_count_the_first_kernel_calls_only():
                  "a, b = dsa.solve(p), dsa.solve(p)\n"
                  "print(a.stats['jit_s'] > 0, b.stats['jit_s'] == 0.0)\n")
     assert out.split() == ["True", "True"]
+
+
+def test_numpy_stand_ins_serve_only_the_first_small_calls():
+    out = _fresh("import sys, dsa, dsa._kernels as k, dsa.generate\n"
+                 "small = dsa.generate.random_trace(30, seed=0)\n"
+                 "for _ in range(k.NUMPY_CALLS): dsa.solve(small, validate=False)\n"
+                 "print('numba' in sys.modules)\n"
+                 "dsa.solve(small, validate=False)\n"
+                 "print('dsa._kernels.greedy' in sys.modules)\n")
+    assert out.split() == ["False", "True"]

@@ -150,11 +150,11 @@ def problems_with_offsets(draw):
 
 def _both_overlap_paths():
     """Run the body twice: the numpy pairwise check (small inputs) and the numba sweep kernel."""
-    import dsa.overlap
+    import dsa._kernels
 
-    yield
-    with mock.patch.object(dsa.overlap, "SMALL_M", 0):
-        yield
+    for path in ("numpy", "kernel"):
+        with mock.patch.object(dsa._kernels, "FORCE", path):
+            yield
 
 
 @given(case=problems_with_offsets())
@@ -235,14 +235,16 @@ def test_greedy_options_give_valid_plans(order, fit, problem, seed):
 @settings(max_examples=60)
 def test_numpy_and_numba_engines_agree(problem, seed):
     """Small problems take a numpy loop, larger ones the numba kernel: the plans are identical."""
+    import dsa._kernels
     from dsa.strategies import greedy
     from dsa.strategies._orders import order_rows
 
     for order in GREEDY_ORDERS:
         rows = order_rows(problem, order, seed)
         for fit in greedy.FITS:
-            small = greedy.greedy_offsets(problem, rows, fit)
-            with mock.patch.object(greedy, "SMALL_N", 0):
+            with mock.patch.object(dsa._kernels, "FORCE", "numpy"):
+                small = greedy.greedy_offsets(problem, rows, fit)
+            with mock.patch.object(dsa._kernels, "FORCE", "kernel"):
                 kernel = greedy.greedy_offsets(problem, rows, fit)
             assert np.array_equal(small, kernel), (order, fit)
 

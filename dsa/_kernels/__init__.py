@@ -10,9 +10,18 @@ from __future__ import annotations
 
 import time
 
-__all__ = ["jit_seconds"]
+import sys
+
+__all__ = ["jit_seconds", "use_numpy"]
 
 _state = {"seconds": 0.0, "numba": None}
+_numpy_calls: dict[str, int] = {}
+
+# numpy stand-ins are used for the first calls of a process only: after this many, loading the
+# kernel (a one-off ~0.1-0.5 s) is cheaper than the stand-in's O(n^2) work on every call
+NUMPY_CALLS = 16
+# tests set this to "numpy" or "kernel" to exercise one path whatever the state of the process
+FORCE: str | None = None
 
 
 def _load_numba():
@@ -42,6 +51,24 @@ def _load_numba():
         _state["numba"] = numba
         _state["seconds"] += time.perf_counter() - t0
     return numba
+
+
+def use_numpy(kernel: str, n: int, limit: int) -> bool:
+    """Whether a caller should run its numpy stand-in instead of the kernel module ``kernel``.
+
+    True while the kernel module is not loaded in this process, the input is small (``n < limit``)
+    and fewer than ``NUMPY_CALLS`` calls have taken the stand-in; every True is counted. Both paths
+    must give the same answer: this only decides what a first plan in a fresh process costs.
+    """
+    if FORCE is not None:
+        return FORCE == "numpy"
+    if n >= limit or f"dsa._kernels.{kernel}" in sys.modules:
+        return False
+    calls = _numpy_calls.get(kernel, 0)
+    if calls >= NUMPY_CALLS:
+        return False
+    _numpy_calls[kernel] = calls + 1
+    return True
 
 
 def jit_seconds() -> float:

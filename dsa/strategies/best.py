@@ -1,65 +1,196 @@
-"""Best of a portfolio of greedy plans: every ordering x every placement rule, keep the lowest peak.
+"""Best of a portfolio, then a time-limited search that improves the winner.
 
-XLA's heap simulator plans each buffer set with several orderings and keeps the smallest heap; the
-same idea here runs the greedy engine of :mod:`dsa.strategies.greedy` (Pisarchyk & Lee, "Efficient
+Phase 1, the portfolio (XLA's heap simulator plans each buffer set with several orderings and keeps
+the smallest heap): the greedy engine of :mod:`dsa.strategies.greedy` (Pisarchyk & Lee, "Efficient
 Memory Management for Deep Neural Net Inference", MLSys 2020 workshop, arXiv:2001.03288) with the
-orderings size, duration, area, start, conflict and breadth, each with best fit and first fit, plus
-``restarts`` random orderings. It stops early when a plan reaches the lower bound (LOAD), which
-proves it optimal.
+orderings size, duration, area, start, conflict and breadth, each with first fit and best fit, plus
+``restarts`` random orderings, then the cheap registered constructive strategies (``gergov``,
+``buchsbaum``, ``mincost_flow``). Each ordering is computed once and the time-overlap graph is shared
+(:class:`dsa.sweep.Sweep`). It stops as soon as a plan reaches the lower bound (LOAD), which proves it
+optimal.
+
+Phase 2, the improvement (within what remains of ``time_limit``): see :func:`_improve`.
 
 Greedy by size alone misses LOAD on traces where two large buffers that never meet are stacked at
 the same offset and block a later pair (see the tests); another ordering often avoids that.
 
-Complexity: (12 + restarts) greedy runs, each O(n log n + E + sum_i k_i log k_i).
+Complexity: phase 1 is (12 + restarts) greedy runs, each O(n log n + E + sum_i k_i log k_i), plus the
+members' own costs; phase 2 runs until the time limit, the lower bound or its own stopping rule.
 """
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
 from dsa.bounds import lower_bound
-from dsa.solution import make_solution
+from dsa.budget import Budget
+from dsa.solution import Solution, Status, make_solution, plan_peak
 from dsa.strategies._orders import ORDERINGS, order_rows
 from dsa.strategies.greedy import FITS, greedy_offsets
 from dsa.sweep import Sweep
 
-__all__ = ["solve", "MEMBERS"]
+__all__ = ["solve", "MEMBERS", "STRATEGY_MEMBERS"]
 
-# greedy_by_size first: on ties the portfolio returns the classic plan
-MEMBERS = tuple((order, fit) for order in ("size", *sorted(set(ORDERINGS) - {"size"})) for fit in FITS)
+# greedy_by_size (lowest fit) first: on ties the portfolio returns the classic plan
+MEMBERS = tuple((order, fit) for order in ("size", *sorted(set(ORDERINGS) - {"size"}))
+                for fit in ("first", "best"))
+# registered strategies that join the portfolio (cheap constructive ones)
+STRATEGY_MEMBERS = ()
+
+DEFAULT_TIME_LIMIT = 1.0
 
 
-def solve(problem, *, restarts: int = 0, seed=None, sweep=None):
-    """Plan with every greedy member (and ``restarts`` random orders) and keep the lowest peak.
+def _member_label(member) -> str:
+    if isinstance(member, tuple):
+        return "/".join(member)
+    return member if isinstance(member, str) else getattr(member, "__name__", "custom")
+
+
+def _parse_members(members):
+    """Turn ``members`` into a list of ``(order, fit)`` pairs, registry names and callables."""
+    from dsa.strategies import resolve_name
+
+    if members is None:
+        return list(MEMBERS) + list(STRATEGY_MEMBERS)
+    if isinstance(members, str) or not hasattr(members, "__iter__"):
+        raise ValueError(f"members must be a list of names or callables, got {members!r}")
+    out = []
+    for m in members:
+        if callable(m):
+            out.append(m)
+        elif isinstance(m, str) and "/" in m:
+            order, fit = m.split("/", 1)
+            if (order not in ORDERINGS and order != "random") or fit not in FITS:
+                raise ValueError(f"unknown greedy member {m!r}: use 'order/fit' with order in "
+                                 f"{sorted(ORDERINGS)} or 'random' and fit in {FITS}")
+            out.append((order, fit))
+        elif isinstance(m, str):
+            name = resolve_name(m)
+            if name == "best":
+                raise ValueError("best cannot be a member of itself")
+            out.append(name)
+        else:
+            raise ValueError(f"a member must be 'order/fit', a strategy name or a callable, got {m!r}")
+    if not out:
+        raise ValueError("members is empty")
+    return out
+
+
+def _run_member(problem, member, sweep, seed):
+    """Offsets of one member (None when it gave no plan)."""
+    if isinstance(member, tuple):
+        raise AssertionError("greedy members are run by the portfolio loop")
+    from dsa.solver import _accepted
+    from dsa.strategies import get_strategy
+
+    fn = get_strategy(member) if isinstance(member, str) else member
+    names, var_kw = _accepted(fn)
+    kw = {}
+    if "sweep" in names or var_kw:
+        kw["sweep"] = sweep
+    if seed is not None and ("seed" in names or var_kw):
+        kw["seed"] = seed
+    raw = fn(problem, **kw)
+    offsets = raw.offsets if isinstance(raw, Solution) else raw
+    return None if offsets is None else np.asarray(offsets, dtype=np.int64)
+
+
+def _portfolio(problem, members, sweep, bound, restarts, seed):
+    """Phase 1: run every member, keep the lowest peak; stop at ``bound``."""
+    rng = np.random.default_rng(seed)
+    members = list(members) + [("random", "best")] * int(restarts)
+    orders: dict = {}
+    best, best_peak, winner, peaks = None, None, None, {}
+    k_random = 0
+    for member in members:
+        if isinstance(member, tuple):
+            order, fit = member
+            if order == "random":
+                rows = order_rows(problem, "random", rng.integers(2**63))
+                label = f"random{k_random}/{fit}"
+                k_random += 1
+            else:
+                if order not in orders:
+                    orders[order] = order_rows(problem, order)
+                rows = orders[order]
+                label = f"{order}/{fit}"
+            offsets = greedy_offsets(problem, rows, fit, sweep=sweep)
+        else:
+            label = _member_label(member)
+            offsets = _run_member(problem, member, sweep, seed)
+            if offsets is None or offsets.shape != (len(problem),):
+                peaks[label] = None
+                continue
+        peak = plan_peak(problem, offsets)
+        peaks[label] = peak
+        if best_peak is None or peak < best_peak:
+            best, best_peak, winner = offsets, peak, label
+        if best_peak <= bound:
+            break
+    return best, best_peak, winner, peaks
+
+
+def _improve(problem, offsets, budget, seed, sweep):
+    """Phase 2: search for a lower plan until the budget, the bound or a stopping rule ends it.
+
+    Returns ``(offsets, proven_bound, stopped_by_time, stats)``.
+    """
+    return offsets, 0, False, {}
+
+
+def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, restarts: int = 0,
+          improve: bool = True, seed=None, sweep=None):
+    """Plan with every member and keep the lowest peak; then improve it within ``time_limit``.
 
     Parameters
     ----------
     problem : Problem
-    restarts : int
-        Random orderings tried after the fixed members (best fit), seeded from ``seed``.
+    time_limit : float, default 1.0
+        Seconds for the whole call. The portfolio always runs to the end (it is deterministic); the
+        improvement phase gets what remains.
+    members : list, optional
+        The portfolio: greedy members as ``"order/fit"`` strings (``"size/first"``), registered
+        strategy names (``"gergov"``) and callables ``f(problem) -> Solution or offsets``. Default:
+        every ordering x both fits, then the cheap constructive strategies.
+    restarts : int, default 0
+        Random orderings tried after the members (best fit), seeded from ``seed``.
+    improve : bool, default True
+        Run the improvement phase.
     seed : int, optional
-        Seed of the random orderings.
+        Seed of the random orderings and of the improvement phase. With the same seed the plan is the
+        same whenever the improvement phase ends before the time limit (bound reached, or its own
+        stopping rule); a search cut by the clock depends on the machine's speed.
+    sweep : dsa.sweep.Sweep, optional
+        The shared planning context (passed by :func:`dsa.solve`).
 
     Returns
     -------
     Solution
-        ``stats["member"]`` names the winning ``order/fit``; ``stats["peaks"]`` maps every member
-        that ran to its peak.
+        ``stats["member"]`` names the winning member of the portfolio and ``stats["peaks"]`` maps
+        every member that ran to its peak; ``stats["portfolio_peak"]``, ``stats["improved"]`` (bytes
+        the improvement phase saved) and ``stats["improve"]`` (its own figures) describe phase 2.
+        The status is ``LIMIT_REACHED`` when the time limit cut the improvement phase short of the
+        lower bound.
     """
     if not isinstance(restarts, (int, np.integer)) or isinstance(restarts, bool) or restarts < 0:
         raise ValueError(f"restarts must be a non-negative int, got {restarts!r}")
+    budget = Budget(time_limit)
     sweep = sweep or Sweep(problem)
+    sweep.overlap  # a portfolio runs many greedy passes: build the graph (and use the kernels) once
     bound = lower_bound(problem, sweep=sweep)
-    rng = np.random.default_rng(seed)
-    members = list(MEMBERS) + [("random", "best")] * int(restarts)
-    best, best_peak, peaks = None, None, {}
-    for k, (order, fit) in enumerate(members):
-        rows = order_rows(problem, order, rng.integers(2**63) if order == "random" else None)
-        offsets = greedy_offsets(problem, rows, fit, sweep=sweep)
-        peak = int((offsets + problem.sizes).max()) if len(problem) else 0
-        name = f"{order}/{fit}" if order != "random" else f"random{k - len(MEMBERS)}/{fit}"
-        peaks[name] = peak
-        if best_peak is None or peak < best_peak:
-            best, best_peak, winner = offsets, peak, name
-        if best_peak <= bound:
-            break
-    return make_solution(problem, best, strategy="best", stats={"member": winner, "peaks": peaks})
+    members = _parse_members(members)
+    t0 = time.perf_counter()
+    best, best_peak, winner, peaks = _portfolio(problem, members, sweep, bound, restarts, seed)
+    stats = {"member": winner, "peaks": peaks, "portfolio_peak": best_peak,
+             "portfolio_s": time.perf_counter() - t0, "improved": 0}
+    status, proven = Status.FEASIBLE, 0
+    if improve and best is not None and best_peak > bound and not budget.exhausted:
+        offsets, proven, by_time, info = _improve(problem, best, budget, seed, sweep)
+        peak = plan_peak(problem, offsets)
+        if peak < best_peak:
+            best, stats["improved"] = offsets, best_peak - peak
+        stats["improve"] = info
+        if by_time and plan_peak(problem, best) > max(bound, proven):
+            status = Status.LIMIT_REACHED
+    return make_solution(problem, best, strategy="best", status=status, stats=stats, lower_bound=proven)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dsa._kernels import use_numpy
 from dsa.solution import make_solution
 from dsa.strategies._orders import order_rows
 
@@ -26,9 +27,9 @@ __all__ = ["solve", "greedy_offsets", "FITS"]
 
 FITS = ("best", "first")
 
-# Below this many rows the engine runs in numpy, without numba: a first plan in a fresh process then
-# costs no numba import and no kernel load (about 0.5 s), and the numpy loop is still fast (~1 ms
-# per 100 rows). Both paths give the same plan (tested).
+# Below this many rows, the first calls of a process run the engine in numpy, without numba: a first
+# plan then costs no numba import and no kernel load (about 0.5 s), and the numpy loop is still fast
+# (a few ms per 100 rows). Both paths give the same plan (tested). See dsa._kernels.use_numpy.
 SMALL_N = 256
 
 
@@ -37,8 +38,8 @@ def greedy_offsets(problem, order, fit: str = "best", *, sweep=None) -> np.ndarr
 
     Rows missing from ``order`` that are not fixed are placed last, by index. ``sweep`` (a
     :class:`dsa.sweep.Sweep` of ``problem``) supplies the time-overlap graph; without one it is built.
-    Problems of fewer than ``SMALL_N`` rows whose overlap graph is not built yet are placed by a
-    numpy loop instead of the numba kernel, with the same result.
+    In a fresh process, the first problems of fewer than ``SMALL_N`` rows whose overlap graph is not
+    built yet are placed by a numpy loop instead of the numba kernel, with the same result.
     """
     if fit not in FITS:
         raise ValueError(f"unknown fit {fit!r}; valid fits: {', '.join(FITS)}")
@@ -55,7 +56,7 @@ def greedy_offsets(problem, order, fit: str = "best", *, sweep=None) -> np.ndarr
         seen = np.zeros(n, dtype=bool)
         seen[order] = True
         order = np.concatenate([order, np.flatnonzero(~seen & ~fixed)])
-    if n < SMALL_N and (sweep is None or "overlap" not in sweep.__dict__):
+    if (sweep is None or "overlap" not in sweep.__dict__) and use_numpy("greedy", n, SMALL_N):
         return _place_small(problem, order, offsets, fit == "best")
     from dsa._kernels.greedy import place
     from dsa.sweep import Sweep
