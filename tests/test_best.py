@@ -1,12 +1,17 @@
-"""The portfolio strategy ``best``: never worse than any of its members, and it stops at LOAD."""
+"""The portfolio strategy ``best``: never worse than any of its members, it stops at LOAD, and its
+improvement phase searches within the time limit."""
 from __future__ import annotations
 
+import time
+
+import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 
 import dsa
-from conftest import problems
-from dsa.strategies.best import MEMBERS
+from conftest import fields, problems
+from dsa.strategies.best import MEMBERS, STRATEGY_MEMBERS
+from naive import brute_force_optimum
 
 # Shape of a real trace (a small CNN with two outputs): greedy by size stacks the two large
 # buffers that never meet at offset 0 and then cannot fit the 64 KiB pair below them.
@@ -29,6 +34,72 @@ def test_never_worse_than_any_member(problem):
     best = dsa.solve(problem, "best", restarts=2, seed=1)
     for order, fit in MEMBERS:
         assert best.peak <= dsa.solve(problem, "greedy", order=order, fit=fit).peak
+    for name, options in STRATEGY_MEMBERS:
+        assert best.peak <= dsa.solve(problem, name, seed=1, **options).peak
+    assert best.peak <= dsa.solve(problem, "greedy_by_size").peak
+
+
+@given(problems(max_n=7))
+@settings(max_examples=60)
+def test_tiny_instances_are_solved_to_proven_optimality(problem):
+    """On tiny instances the search completes: the plan is optimal, and proven so."""
+    sol = dsa.solve(problem, "best")
+    f = fields(problem)
+    assert sol.peak == brute_force_optimum(f["starts"], f["ends"], f["sizes"], f["alignments"], f["fixed"])
+    assert sol.status is dsa.Status.OPTIMAL and sol.lower_bound == sol.peak
+
+
+def test_the_search_proves_a_bound_above_load():
+    # two 3-byte buffers alive together, both 4-aligned: LOAD is 6 but every plan needs 7
+    p = dsa.Problem([0, 0], [1, 1], [3, 3], alignments=[4, 4])
+    sol = dsa.solve(p, "best")
+    assert dsa.lower_bound(p) == 6
+    assert (sol.peak, sol.lower_bound, sol.status) == (7, 7, dsa.Status.OPTIMAL)
+
+
+def test_the_improvement_phase_reaches_load_where_the_portfolio_does_not():
+    p = dsa.data.load("transformer_encoder_b1_s128")
+    portfolio = dsa.solve(p, "best", improve=False)
+    sol = dsa.solve(p, "best", seed=0)
+    assert portfolio.peak > dsa.load(p) and portfolio.status is dsa.Status.FEASIBLE
+    assert sol.peak == dsa.load(p) and sol.status is dsa.Status.OPTIMAL
+    assert sol.stats["improved"] == portfolio.peak - sol.peak > 0
+    assert sol.stats["portfolio_peak"] == portfolio.peak and sol.stats["search_nodes"] > 0
+
+
+def test_time_limit_is_honoured_and_reported():
+    # the search does not reach LOAD here in a fraction of a second (and without capacity: no NO_FIT)
+    p = dsa.data.load("K.1048576").replace(capacity=None)
+    dsa.solve(p, "best", time_limit=0.05)  # load the kernels first: their one-off cost is not the point
+    t0 = time.perf_counter()
+    sol = dsa.solve(p, "best", time_limit=0.3)
+    elapsed = time.perf_counter() - t0
+    assert sol.success and sol.status is dsa.Status.LIMIT_REACHED
+    assert sol.peak <= sol.stats["portfolio_peak"]
+    assert elapsed < 0.3 + 0.5  # a generous margin for a loaded machine; the search stops at its deadline
+
+
+def test_members_by_name_order_fit_and_callable():
+    def floor_then_compact(problem):
+        return dsa.compact(problem, dsa.solve(problem, "bump").offsets)
+
+    hard = dsa.data.load("A.1048576")  # no member reaches LOAD, so all of them run
+    sol = dsa.solve(hard, "best", members=["size/first", "gergov", floor_then_compact], improve=False)
+    assert list(sol.stats["peaks"]) == ["size/first", "gergov", "floor_then_compact"]
+    assert sol.peak == min(sol.stats["peaks"].values())
+
+
+@pytest.mark.parametrize("members, match", [
+    ("size/first", "must be a list"),
+    (["size/worst"], "unknown greedy member"),
+    (["nosuch"], "unknown strategy"),
+    (["best"], "member of itself"),
+    ([3], "a member must be"),
+    ([], "members is empty"),
+])
+def test_bad_members(members, match):
+    with pytest.raises(ValueError, match=match):
+        dsa.solve(TRAP, "best", members=members)
 
 
 def test_stops_early_at_the_lower_bound():
@@ -39,9 +110,10 @@ def test_stops_early_at_the_lower_bound():
 
 def test_restarts_are_seeded():
     p = dsa.data.load("A.1048576")  # greedy never reaches LOAD here, so the random members run
-    a = dsa.solve(p, "best", restarts=3, seed=7)
-    b = dsa.solve(p, "best", restarts=3, seed=7)
-    assert (a.offsets == b.offsets).all() and len(a.stats["peaks"]) == len(MEMBERS) + 3
+    a = dsa.solve(p, "best", restarts=3, seed=7, improve=False)
+    b = dsa.solve(p, "best", restarts=3, seed=7, improve=False)
+    assert np.array_equal(a.offsets, b.offsets)
+    assert len(a.stats["peaks"]) == len(MEMBERS) + len(STRATEGY_MEMBERS) + 3
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "2"])

@@ -64,10 +64,13 @@ def _entry(name, kind, summary, **kw) -> tuple[str, StrategyInfo]:
 _REGISTRY: dict[str, StrategyInfo] = dict([
     _entry("best", "portfolio", "every cheap member, then a time-limited improvement search",
            time_limit=True),
+    _entry("buchsbaum", "heuristic", "Buchsbaum et al. 2004 boxing, random restarts, compaction, greedy fallback"),
     _entry("bump", "baseline", "bump pointer reset when nothing is alive"),
+    _entry("gergov", "approximation", "Gergov 1999: skyline placement, conflict colouring, compaction"),
     _entry("greedy", "heuristic", "any ordering x best or first fit"),
     _entry("greedy_by_breadth", "heuristic", "Pisarchyk & Lee 2020, breadth order"),
     _entry("greedy_by_size", "heuristic", "Pisarchyk & Lee 2020, size order, lowest fit"),
+    _entry("mincost_flow", "heuristic", "Lee et al. 2019, shared objects by min-cost flow, then laid out"),
 ])
 
 _ALIASES: dict[str, str] = {

@@ -1,0 +1,435 @@
+"""Private numba kernel: node-limited depth-first search over canonical placements.
+
+The search decides "is there a plan whose peak is at most ``cap``?" for one time-connected group of
+buffers, after the ideas of MiniMalloc (M. D. Moffitt, "MiniMalloc: A Lightweight Memory Allocator for
+Hardware-Accelerated Machine Learning", ASPLOS 2023): buffers are placed in non-decreasing
+``(offset, rank)`` order, each at the lowest offset its already placed time-neighbours allow (on the
+floor or directly on top of one of them), which reaches every *canonical* plan; partial plans are
+pruned by section inference, by a dominance rule and by a rule on buffers whose final offset is
+already determined, and the remaining buffers are split into independent groups whenever no
+unplaced buffer crosses a section boundary.
+
+Terms. Time is cut into *sections* at every distinct start and end; buffer ``i`` lives in sections
+``slo[i] .. shi[i]-1``. ``key(i) = (lowest offset i can take now, rank[i])``; ranks are distinct,
+so keys are distinct. A plan is *stable* when no buffer can move down; every feasible instance has a
+stable plan, and the search follows the stable plan's key order, which is why none of the rules
+below can cut away the last stable plan:
+
+* canonical order: a placement's key exceeds the previous placement's key (within one group);
+* dominance: a free buffer ``b`` is skipped when its offset is at or above ``low(y) + size(y)`` of an
+  unplaced free buffer ``y``, since ``y`` would then fit underneath and the plan is not stable;
+* determined buffers: a fixed buffer, or one with no unplaced time-neighbour, ends at exactly its
+  current key; if such a key is below the last placement's key the node is dead, and no candidate
+  with a larger key is tried (this generalises MiniMalloc's "hatless" pruning);
+* section inference: for every section of the group, ``max(floor, offset) + unplaced sizes <= cap``;
+  the floor is raised to the lowest possible offset of the section's unplaced buffers;
+* decomposition: a group whose remaining buffers split at section boundaries that no unplaced buffer
+  crosses is solved piece by piece; if one piece has no plan, the whole group has none and the
+  search jumps back past the other pieces.
+
+Only when the search is exhausted (no node limit hit) is the answer "infeasible" returned.
+
+Complexity: each node costs O(m + S + deg + sum of touched section sizes) time for ``m`` buffers
+and ``S`` sections; the search is exponential in the worst case and is cut off after
+``node_limit`` nodes. Memory is O(m + S + sum(deg) + sum(spans)) plus a bounded undo log.
+"""
+from __future__ import annotations
+
+import numpy as np
+from dsa._kernels import njit
+
+FOUND = 0
+INFEASIBLE = 1
+LIMIT = 2
+
+
+@njit(cache=True)
+def _key_less(a_off, a_rank, b_off, b_rank):
+    return a_off < b_off or (a_off == b_off and a_rank < b_rank)
+
+
+@njit(cache=True)
+def _undo(c, off, minoff, floor, total, cuts, unb, sz, slo, shi, adj_ptr, adj,
+          mlog_b, mlog_v, m_from, m_to, flog_s, flog_v, f_from, f_to):
+    """Take buffer ``c`` off the plan, replaying the undo logs ``[from, to)`` backwards."""
+    for k in range(m_to - 1, m_from - 1, -1):
+        minoff[mlog_b[k]] = mlog_v[k]
+    for k in range(f_to - 1, f_from - 1, -1):
+        floor[flog_s[k]] = flog_v[k]
+    for s in range(slo[c], shi[c]):
+        total[s] += sz[c]
+    for s in range(slo[c], shi[c] - 1):
+        cuts[s] += 1
+    for k in range(adj_ptr[c], adj_ptr[c + 1]):
+        unb[adj[k]] += 1
+    off[c] = -1
+
+
+@njit(cache=True)
+def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
+                     node_limit, flog_cap, out):
+    """Decide whether the buffers fit in ``cap``, exploring at most ``node_limit`` nodes.
+
+    Parameters
+    ----------
+    sz, al, fx, rank : int64 arrays of length m
+        Sizes (all > 0), alignments (>= 1), fixed offsets (-1: free) and distinct static ranks
+        (the tie-break of the dynamic order: smaller first).
+    slo, shi : int64 arrays
+        Section span ``[slo, shi)`` of each buffer; sections are numbered ``0 .. S-1``.
+    adj_ptr, adj : int64 arrays
+        CSR lists of the time-overlapping buffers of each buffer.
+    sec_ptr, sec_buf : int64 arrays
+        CSR lists of the buffers alive in each section (``S + 1`` pointers).
+    cap : int
+        The capacity to decide.
+    node_limit : int
+        The most placements to try.
+    flog_cap : int
+        Room for optional floor raises (the inference is skipped when the log is full).
+    out : int64 array of length m
+        Receives the offsets when a plan is found.
+
+    Returns
+    -------
+    status : int
+        ``FOUND`` (0), ``INFEASIBLE`` (1, proven by an exhausted search) or ``LIMIT`` (2).
+    nodes : int
+        Placements tried.
+    """
+    m = sz.size
+    S = sec_ptr.size - 1
+    if m == 0:
+        return FOUND, 0
+    off = np.full(m, -1, np.int64)
+    ulist = np.arange(m, dtype=np.int64)  # unplaced buffers first (a sparse set, undone LIFO)
+    upos = np.arange(m, dtype=np.int64)
+    ucount = m
+    minoff = np.zeros(m, np.int64)
+    unb = np.empty(m, np.int64)  # unplaced time-neighbours
+    for i in range(m):
+        unb[i] = adj_ptr[i + 1] - adj_ptr[i]
+        if fx[i] >= 0 and fx[i] + sz[i] > cap:
+            return INFEASIBLE, 0
+        if sz[i] > cap:
+            return INFEASIBLE, 0
+    floor = np.zeros(S, np.int64)
+    total = np.zeros(S, np.int64)
+    cuts = np.zeros(max(S - 1, 1), np.int64)
+    for i in range(m):
+        for s in range(slo[i], shi[i]):
+            total[s] += sz[i]
+        for s in range(slo[i], shi[i] - 1):
+            cuts[s] += 1
+    for s in range(S):
+        if total[s] > cap:
+            return INFEASIBLE, 0
+    # undo logs: minimum offsets (bounded by the sum of degrees along one path) and floors
+    mlog_b = np.empty(adj.size + 1, np.int64)
+    mlog_v = np.empty(adj.size + 1, np.int64)
+    span_sum = 0
+    for i in range(m):
+        span_sum += shi[i] - slo[i]
+    flen = 2 * span_sum + flog_cap + 2
+    flog_s = np.empty(flen, np.int64)
+    flog_v = np.empty(flen, np.int64)
+    mtop = 0
+    ftop = 0
+    mark = np.zeros(S, np.int64)  # section marks for the floor raise (stamp per node)
+    stamp = 0
+    piece_of = np.full(S, -1, np.int64)
+    # frames (one per depth)
+    f_buf = np.full(m + 1, -1, np.int64)
+    f_lo = np.zeros(m + 1, np.int64)
+    f_hi = np.zeros(m + 1, np.int64)
+    f_ko = np.zeros(m + 1, np.int64)  # last key tried (or the bound below which nothing goes)
+    f_kr = np.zeros(m + 1, np.int64)
+    f_mh = np.zeros(m + 1, np.int64)  # dominance: min over free unplaced of minoff + size
+    f_bar = np.full(m + 1, -1, np.int64)  # record whose piece starts at this frame
+    f_m0 = np.zeros(m + 1, np.int64)
+    f_f0 = np.zeros(m + 1, np.int64)
+    # records of decompositions: frame depth and pieces [p_beg, p_end) with cursor
+    r_depth = np.zeros(m + 2, np.int64)
+    r_pbeg = np.zeros(m + 2, np.int64)
+    r_pend = np.zeros(m + 2, np.int64)
+    r_pcur = np.zeros(m + 2, np.int64)
+    p_lo = np.zeros(S + 2 * m + 4, np.int64)
+    p_hi = np.zeros(S + 2 * m + 4, np.int64)
+    ptop = 0
+    rtop = 0
+    big = np.int64(2**62)
+
+    # root record: the pieces of [0, S) cut where nothing crosses
+    nonempty = np.zeros(S + 1, np.bool_)
+    npieces = 0
+    a = 0
+    for s in range(S):
+        piece_of[s] = npieces
+        if s == S - 1 or cuts[s] == 0:
+            p_lo[ptop + npieces] = a
+            p_hi[ptop + npieces] = s + 1
+            npieces += 1
+            a = s + 1
+    for i in range(m):
+        nonempty[piece_of[slo[i]]] = True
+    r_depth[0] = -1
+    r_pbeg[0] = ptop
+    k = 0
+    for q in range(npieces):
+        if nonempty[q]:
+            p_lo[ptop + k] = p_lo[ptop + q]
+            p_hi[ptop + k] = p_hi[ptop + q]
+            k += 1
+    r_pend[0] = ptop + k
+    r_pcur[0] = ptop
+    ptop += k
+    rtop = 1
+
+    depth = 0
+    lo = p_lo[0]
+    hi = p_hi[0]
+    nodes = 0
+    # enter frame 0
+    f_lo[0] = lo
+    f_hi[0] = hi
+    f_ko[0] = -1
+    f_kr[0] = -1
+    f_bar[0] = 0
+    entering = True
+    while True:
+        d = depth
+        lo = f_lo[d]
+        hi = f_hi[d]
+        if entering:
+            entering = False
+            mh = big
+            for k in range(ucount):
+                y = ulist[k]
+                if fx[y] < 0 and shi[y] > lo and slo[y] < hi:
+                    v = minoff[y] + sz[y]
+                    if v < mh:
+                        mh = v
+            f_mh[d] = mh
+        # next candidate: smallest key above the last tried, below the first determined key
+        best = -1
+        bo = big
+        br = big
+        ho = big
+        hr = big
+        lko = f_ko[d]
+        lkr = f_kr[d]
+        mh = f_mh[d]
+        for k in range(ucount):
+            y = ulist[k]
+            if shi[y] <= lo or slo[y] >= hi:
+                continue
+            yo = fx[y] if fx[y] >= 0 else minoff[y]
+            if fx[y] >= 0 or unb[y] == 0:
+                if _key_less(yo, rank[y], ho, hr):
+                    ho = yo
+                    hr = rank[y]
+            if not _key_less(lko, lkr, yo, rank[y]):
+                continue
+            if yo >= mh:
+                continue
+            if _key_less(yo, rank[y], bo, br):
+                best = y
+                bo = yo
+                br = rank[y]
+        if best >= 0 and _key_less(ho, hr, bo, br):
+            best = -1
+        if best < 0:
+            # frame exhausted: backtrack
+            b = f_bar[d]
+            if b >= 0:
+                rd = r_depth[b]
+                if rd < 0:
+                    return INFEASIBLE, nodes
+                for e in range(d - 1, rd, -1):
+                    c = f_buf[e]
+                    _undo(c, off, minoff, floor, total, cuts, unb, sz, slo, shi, adj_ptr, adj,
+                          mlog_b, mlog_v, f_m0[e], f_m0[e + 1], flog_s, flog_v, f_f0[e], f_f0[e + 1])
+                    ucount += 1
+                rtop = b
+                ptop = r_pbeg[b]
+                d = rd
+            else:
+                d = d - 1
+            c = f_buf[d]
+            _undo(c, off, minoff, floor, total, cuts, unb, sz, slo, shi, adj_ptr, adj,
+                  mlog_b, mlog_v, f_m0[d], mtop, flog_s, flog_v, f_f0[d], ftop)
+            ucount += 1
+            mtop = f_m0[d]
+            ftop = f_f0[d]
+            depth = d
+            continue
+        if nodes >= node_limit:
+            return LIMIT, nodes
+        nodes += 1
+        c = best
+        f_ko[d] = bo
+        f_kr[d] = br
+        f_buf[d] = c
+        f_m0[d] = mtop
+        f_f0[d] = ftop
+        o = bo
+        h = o + sz[c]
+        off[c] = o
+        ucount -= 1
+        last = ulist[ucount]
+        pc = upos[c]
+        ulist[pc] = last
+        upos[last] = pc
+        ulist[ucount] = c
+        upos[c] = ucount
+        ok = h <= cap
+        # neighbours: raise their lowest offsets, count their unplaced neighbours
+        stamp += 1
+        for kk in range(adj_ptr[c], adj_ptr[c + 1]):
+            y = adj[kk]
+            unb[y] -= 1
+            if off[y] >= 0:
+                continue
+            if minoff[y] < h:
+                mlog_b[mtop] = y
+                mlog_v[mtop] = minoff[y]
+                mtop += 1
+                v = h
+                if fx[y] < 0:
+                    r = v % al[y]
+                    if r:
+                        v += al[y] - r
+                    if v + sz[y] > cap:
+                        ok = False
+                elif v > fx[y]:
+                    ok = False
+                minoff[y] = v
+                for s in range(slo[y], shi[y]):
+                    mark[s] = stamp
+        for s in range(slo[c], shi[c]):
+            flog_s[ftop] = s
+            flog_v[ftop] = floor[s]
+            ftop += 1
+            floor[s] = h
+            total[s] -= sz[c]
+            mark[s] = 0
+        for s in range(slo[c], shi[c] - 1):
+            cuts[s] -= 1
+        if ok:
+            # floors cannot be below the lowest offset of the section's unplaced buffers
+            limit_f = span_sum + flog_cap
+            for s in range(lo, hi):
+                if mark[s] != stamp or ftop >= limit_f:
+                    continue
+                lowest = big
+                fs = floor[s]
+                for kk in range(sec_ptr[s], sec_ptr[s + 1]):
+                    y = sec_buf[kk]
+                    if off[y] < 0:
+                        v = fx[y] if fx[y] >= 0 else minoff[y]
+                        if v < lowest:
+                            lowest = v
+                            if v <= fs:
+                                break
+                if lowest != big and lowest > floor[s]:
+                    flog_s[ftop] = s
+                    flog_v[ftop] = floor[s]
+                    ftop += 1
+                    floor[s] = lowest
+            # section inference over the group
+            for s in range(lo, hi):
+                fl = floor[s]
+                if fl < o:
+                    fl = o
+                if fl + total[s] > cap:
+                    ok = False
+                    break
+        if not ok:
+            _undo(c, off, minoff, floor, total, cuts, unb, sz, slo, shi, adj_ptr, adj,
+                  mlog_b, mlog_v, f_m0[d], mtop, flog_s, flog_v, f_f0[d], ftop)
+            ucount += 1
+            mtop = f_m0[d]
+            ftop = f_f0[d]
+            continue
+        f_m0[d + 1] = mtop
+        f_f0[d + 1] = ftop
+        # what is left of the group, and does it split?
+        newcut = False
+        for s in range(slo[c], shi[c] - 1):
+            if cuts[s] == 0:
+                newcut = True
+                break
+        nlo = lo
+        nhi = hi
+        nko = o
+        nkr = rank[c]
+        nbar = -1
+        left = 0
+        if newcut:
+            npieces = 0
+            a = lo
+            for s in range(lo, hi):
+                piece_of[s] = npieces
+                if s == hi - 1 or cuts[s] == 0:
+                    p_lo[ptop + npieces] = a
+                    p_hi[ptop + npieces] = s + 1
+                    nonempty[npieces] = False
+                    npieces += 1
+                    a = s + 1
+            for k in range(ucount):
+                y = ulist[k]
+                if shi[y] > lo and slo[y] < hi:
+                    nonempty[piece_of[slo[y]]] = True
+                    left += 1
+            k = 0
+            for q in range(npieces):
+                if nonempty[q]:
+                    p_lo[ptop + k] = p_lo[ptop + q]
+                    p_hi[ptop + k] = p_hi[ptop + q]
+                    k += 1
+            if k == 1:
+                nlo = p_lo[ptop]
+                nhi = p_hi[ptop]
+            elif k >= 2:
+                r_depth[rtop] = d
+                r_pbeg[rtop] = ptop
+                r_pend[rtop] = ptop + k
+                r_pcur[rtop] = ptop
+                ptop += k
+                nbar = rtop
+                rtop += 1
+                nlo = p_lo[r_pbeg[nbar]]
+                nhi = p_hi[r_pbeg[nbar]]
+                nko = -1
+                nkr = -1
+        else:
+            for k in range(ucount):
+                y = ulist[k]
+                if shi[y] > lo and slo[y] < hi:
+                    left += 1
+                    break
+        if left == 0:
+            # the current group is done: move to the next piece of the innermost record
+            while True:
+                r = rtop - 1
+                r_pcur[r] += 1
+                if r_pcur[r] < r_pend[r]:
+                    nlo = p_lo[r_pcur[r]]
+                    nhi = p_hi[r_pcur[r]]
+                    nko = -1
+                    nkr = -1
+                    nbar = r
+                    break
+                if r_depth[r] < 0:
+                    for i in range(m):
+                        out[i] = off[i]
+                    return FOUND, nodes
+                rtop = r
+                ptop = r_pbeg[r]
+        depth = d + 1
+        f_lo[depth] = nlo
+        f_hi[depth] = nhi
+        f_ko[depth] = nko
+        f_kr[depth] = nkr
+        f_bar[depth] = nbar
+        entering = True

@@ -1,0 +1,385 @@
+"""Kernels of the ``mincost_flow`` strategy: candidate edges, the min-cost assignment, objects, layout.
+
+All functions take and return arrays and scalars only. Rows here are the *flow rows*: the free,
+non-empty buffers of a problem, relabelled ``0 .. m - 1`` in ascending start order (ties by end,
+then by original row), so that row ``j`` may only reuse the object of a row ``i`` with
+``ends[i] <= starts[j]``.
+
+The assignment is a rectangular assignment problem with ``m`` rows and ``2 m`` columns: column
+``i < m`` is "reuse the object of row ``i``" (each usable once), column ``m + j`` is "row ``j`` opens a
+new object" (adjacent to row ``j`` only). It is solved by successive shortest augmenting paths with
+Dijkstra on reduced costs (Hungarian potentials), one row at a time, as in Crouse, "On implementing
+2D rectangular assignment algorithms", IEEE TAES 52(4), 2016, but over sparse adjacency with a binary
+heap instead of a dense scan.
+"""
+import numpy as np
+from dsa._kernels import njit
+
+_INF = np.iinfo(np.int64).max
+
+
+@njit(cache=True)
+def _compatible(a, b):
+    """Alignments ``a`` and ``b`` divide one another (their lcm is their max)."""
+    if a >= b:
+        return a % b == 0
+    return b % a == 0
+
+
+@njit(cache=True)
+def _scan(j, by_end, avail, sizes, aligns, k, window, cols, costs, base, tmp_i, tmp_key):
+    """Count (``base < 0``) or write at ``base`` the candidate predecessors of row ``j``.
+
+    Looks at the ``window`` most recently ended compatible rows (ending at or before row ``j``'s
+    start) and keeps the ``k`` with the largest saving ``min(size_i, size_j)``, ties to the most
+    recently ended (with ``window == k``: simply the ``k`` most recently ended).
+    """
+    got = 0  # kept so far, in tmp_i / tmp_key: saving descending, then recency
+    seen = 0
+    t = avail - 1
+    while t >= 0 and seen < window:
+        i = by_end[t]
+        t -= 1
+        if not _compatible(aligns[i], aligns[j]):
+            continue
+        seen += 1
+        save = sizes[i] if sizes[i] < sizes[j] else sizes[j]
+        if got == k:
+            if save <= tmp_key[k - 1]:
+                continue  # not strictly better than the worst kept, which ended later
+            got -= 1
+        q = got  # insertion: after every kept row with a saving >= this one
+        while q > 0 and tmp_key[q - 1] < save:
+            tmp_key[q] = tmp_key[q - 1]
+            tmp_i[q] = tmp_i[q - 1]
+            q -= 1
+        tmp_key[q] = save
+        tmp_i[q] = i
+        got += 1
+    if base >= 0:
+        for q in range(got):
+            i = tmp_i[q]
+            cols[base + q] = i
+            c = sizes[j] - sizes[i]
+            costs[base + q] = c if c > 0 else 0
+    return got
+
+
+@njit(cache=True)
+def candidate_edges(by_end, avail, sizes, aligns, k, window):
+    """CSR of the candidate predecessors of each flow row, with their edge costs.
+
+    ``by_end`` lists the rows by ascending end (ties: ascending row), ``avail[j]`` is the number of
+    rows with ``end <= starts[j]``. Row ``j``'s candidates are rows ``i`` with ``ends[i] <= starts[j]``
+    whose alignment divides or is divided by ``aligns[j]``: of the ``window`` such rows that ended
+    last, the ``k`` with the largest saving ``min(sizes[i], sizes[j])`` (ties to the later end, then
+    the higher row). With ``k >= m`` this is every predecessor: the full, exact edge set. The cost of
+    ``i -> j`` is ``max(0, sizes[j] - sizes[i])``.
+
+    Returns ``(indptr, cols, costs)``; the cols of row ``j`` are by saving, then recency.
+    """
+    m = len(avail)
+    window = max(window, k)
+    indptr = np.zeros(m + 1, dtype=np.int64)
+    dummy = np.empty(0, dtype=np.int64)
+    w = min(k, m) + 1
+    tmp_i = np.empty(w, dtype=np.int64)
+    tmp_key = np.empty(w, dtype=np.int64)
+    for j in range(m):
+        indptr[j + 1] = indptr[j] + _scan(j, by_end, avail[j], sizes, aligns, k, window, dummy, dummy, -1,
+                                          tmp_i, tmp_key)
+    cols = np.empty(indptr[m], dtype=np.int64)
+    costs = np.empty(indptr[m], dtype=np.int64)
+    for j in range(m):
+        _scan(j, by_end, avail[j], sizes, aligns, k, window, cols, costs, indptr[j], tmp_i, tmp_key)
+    return indptr, cols, costs
+
+
+@njit(cache=True)
+def _heap_push(hkey, hval, n, key, val):
+    t = n
+    hkey[t] = key
+    hval[t] = val
+    while t > 0:
+        par = (t - 1) >> 1
+        if hkey[par] < key or (hkey[par] == key and hval[par] < val):
+            break
+        hkey[t] = hkey[par]
+        hval[t] = hval[par]
+        t = par
+    hkey[t] = key
+    hval[t] = val
+    return n + 1
+
+
+@njit(cache=True)
+def _heap_pop(hkey, hval, n):
+    """Remove the root; return the new size (the root must be read before)."""
+    n -= 1
+    key = hkey[n]
+    val = hval[n]
+    t = 0
+    while True:
+        c = 2 * t + 1
+        if c >= n:
+            break
+        if c + 1 < n and (hkey[c + 1] < hkey[c] or (hkey[c + 1] == hkey[c] and hval[c + 1] < hval[c])):
+            c += 1
+        if key < hkey[c] or (key == hkey[c] and val < hval[c]):
+            break
+        hkey[t] = hkey[c]
+        hval[t] = hval[c]
+        t = c
+    if n > 0:
+        hkey[t] = key
+        hval[t] = val
+    return n
+
+
+@njit(cache=True)
+def assign(indptr, cols, costs, new_costs):
+    """Min-cost assignment: each row gets its new-object column or one candidate predecessor column.
+
+    Parameters are the CSR of :func:`candidate_edges` and ``new_costs[j]`` (the cost of row ``j``
+    opening an object, its size). Returns ``(pred, total, explored)``: ``pred[j]`` is the row whose
+    object row ``j`` reuses (-1: a new object), ``total`` the minimum cost, ``explored`` the number
+    of columns settled by Dijkstra over all augmentations (a work measure).
+
+    Each of the ``m`` augmentations runs Dijkstra from the new row on reduced costs
+    ``cost - u[row] - v[col] >= 0`` and stops at the first free column it settles, so its cost is
+    O(d log d) in the part d of the graph it explores; worst case O(m (E + m) log m) overall.
+    """
+    m = len(new_costs)
+    nc = 2 * m
+    u = np.zeros(m, dtype=np.int64)
+    v = np.zeros(nc, dtype=np.int64)
+    col4row = np.full(m, -1, dtype=np.int64)
+    row4col = np.full(nc, -1, dtype=np.int64)
+    dist = np.full(nc, _INF, dtype=np.int64)
+    path = np.full(nc, -1, dtype=np.int64)
+    in_sc = np.zeros(nc, dtype=np.bool_)
+    touched = np.empty(nc, dtype=np.int64)
+    sr = np.empty(m, dtype=np.int64)
+    sc = np.empty(nc, dtype=np.int64)
+    cap = len(cols) + m + 1  # each row is scanned at most once per augmentation
+    hkey = np.empty(cap, dtype=np.int64)
+    hval = np.empty(cap, dtype=np.int64)
+    explored = 0
+    for cur in range(m):
+        nt = 0
+        nsr = 0
+        nsc = 0
+        hn = 0
+        i = cur
+        minval = np.int64(0)
+        sink = -1
+        while sink < 0:
+            sr[nsr] = i
+            nsr += 1
+            base = minval - u[i]
+            for e in range(indptr[i], indptr[i + 1] + 1):
+                if e < indptr[i + 1]:
+                    c = cols[e]
+                    cost = costs[e]
+                else:  # the row's own new-object column
+                    c = m + i
+                    cost = new_costs[i]
+                if in_sc[c]:
+                    continue
+                r = base + cost - v[c]
+                if r < dist[c]:
+                    if dist[c] == _INF:
+                        touched[nt] = c
+                        nt += 1
+                    dist[c] = r
+                    path[c] = i
+                    hn = _heap_push(hkey, hval, hn, r, c)
+            # settle the closest unsettled column (lazy deletion of stale heap entries)
+            while True:
+                d = hkey[0]
+                c = hval[0]
+                hn = _heap_pop(hkey, hval, hn)
+                if not in_sc[c] and d == dist[c]:
+                    break
+            minval = d
+            in_sc[c] = True
+            sc[nsc] = c
+            nsc += 1
+            if row4col[c] < 0:
+                sink = c
+            else:
+                i = row4col[c]
+        explored += nsc
+        # dual update keeps every reduced cost non-negative and the matched ones at zero
+        u[cur] += minval
+        for t in range(nsr):
+            r = sr[t]
+            if r != cur:
+                u[r] += minval - dist[col4row[r]]
+        for t in range(nsc):
+            c = sc[t]
+            v[c] -= minval - dist[c]
+            in_sc[c] = False
+        # augment along the path
+        c = sink
+        while True:
+            r = path[c]
+            row4col[c] = r
+            prev = col4row[r]
+            col4row[r] = c
+            if r == cur:
+                break
+            c = prev
+        for t in range(nt):
+            dist[touched[t]] = _INF
+    pred = np.full(m, -1, dtype=np.int64)
+    total = np.int64(0)
+    for j in range(m):
+        c = col4row[j]
+        if c < m:
+            pred[j] = c
+        else:
+            total += new_costs[j]
+    for j in range(m):
+        if pred[j] >= 0:
+            for e in range(indptr[j], indptr[j + 1]):
+                if cols[e] == pred[j]:
+                    total += costs[e]
+                    break
+    return pred, total, explored
+
+
+@njit(cache=True)
+def _gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
+
+
+@njit(cache=True)
+def objects_from_pred(pred, sizes, aligns):
+    """Group flow rows into objects: the chains of ``pred``, cut where alignments stop dividing.
+
+    A chain is cut before a row whose alignment neither divides nor is a multiple of the alignment
+    of the chain so far (the lcm of its members), so that each object's alignment is the largest of
+    its members'. Returns ``(obj_ptr, members, obj_size, obj_align)``: object ``o`` holds rows
+    ``members[obj_ptr[o]:obj_ptr[o + 1]]`` in chain (time) order; objects are numbered by their first
+    member, in row (start) order.
+    """
+    m = len(pred)
+    succ = np.full(m, -1, dtype=np.int64)
+    for j in range(m):
+        if pred[j] >= 0:
+            succ[pred[j]] = j
+    members = np.empty(m, dtype=np.int64)
+    head = np.zeros(m + 1, dtype=np.bool_)  # head[t]: position t starts an object
+    t = 0
+    for j in range(m):
+        if pred[j] < 0:
+            a = aligns[j]
+            x = j
+            first = True
+            while x >= 0:
+                b = aligns[x]
+                if first or (a % b != 0 and b % a != 0):
+                    head[t] = True
+                    a = b
+                    first = False
+                elif b > a:
+                    a = b
+                members[t] = x
+                t += 1
+                x = succ[x]
+    n_obj = 0
+    for p in range(m):
+        if head[p]:
+            n_obj += 1
+    obj_ptr = np.empty(n_obj + 1, dtype=np.int64)
+    obj_size = np.zeros(n_obj, dtype=np.int64)
+    obj_align = np.ones(n_obj, dtype=np.int64)
+    o = -1
+    for p in range(m):
+        if head[p]:
+            o += 1
+            obj_ptr[o] = p
+        x = members[p]
+        if sizes[x] > obj_size[o]:
+            obj_size[o] = sizes[x]
+        if aligns[x] > obj_align[o]:
+            obj_align[o] = aligns[x]
+    obj_ptr[n_obj] = m
+    return obj_ptr, members, obj_size, obj_align
+
+
+@njit(cache=True)
+def stack_objects(obj_ptr, members, obj_size, obj_align, base, offsets):
+    """Stack the objects in index order from ``base`` up (TFLite's ObjectsToOffsets, aligned).
+
+    ``members`` hold problem rows; ``offsets`` (one per problem row) get each member's object offset.
+    Returns the top of the stack.
+    """
+    top = base
+    for o in range(len(obj_size)):
+        a = obj_align[o]
+        x = (top + a - 1) // a * a
+        for p in range(obj_ptr[o], obj_ptr[o + 1]):
+            offsets[members[p]] = x
+        top = x + obj_size[o]
+    return top
+
+
+@njit(cache=True)
+def place_objects(order, obj_ptr, members, obj_size, obj_align, sizes, offsets, indptr, indices, best_fit):
+    """Place whole objects, in ``order``, by a gap search over everything placed that meets them in time.
+
+    An object is the set of its members' lifetimes (disjoint intervals). Its obstacles are the placed
+    rows (``offsets >= 0``, size > 0; fixed rows are placed beforehand) that are time-neighbours of
+    any member, from the problem's overlap CSR ``(indptr, indices)``. The object takes the smallest
+    (``best_fit``; ties to the lowest) or the lowest aligned gap of its size between them, or the top
+    of the highest of them; every member gets the object's offset. ``members`` hold problem rows.
+    """
+    n_max = 0
+    for o in range(len(obj_size)):
+        d = 0
+        for p in range(obj_ptr[o], obj_ptr[o + 1]):
+            x = members[p]
+            d += indptr[x + 1] - indptr[x]
+        if d > n_max:
+            n_max = d
+    lo = np.empty(n_max, dtype=np.int64)
+    hi = np.empty(n_max, dtype=np.int64)
+    for o in order:
+        size = obj_size[o]
+        a = obj_align[o]
+        k = 0
+        for p in range(obj_ptr[o], obj_ptr[o + 1]):
+            x = members[p]
+            for e in range(indptr[x], indptr[x + 1]):
+                y = indices[e]
+                if offsets[y] >= 0 and sizes[y] > 0:
+                    lo[k] = offsets[y]
+                    hi[k] = offsets[y] + sizes[y]
+                    k += 1
+        best = np.int64(0)
+        if k > 0:
+            idx = np.argsort(lo[:k])
+            best = -1
+            best_gap = np.int64(-1)
+            prev = np.int64(0)
+            for t in range(k):
+                lo_t = lo[idx[t]]
+                cand = (prev + a - 1) // a * a
+                if lo_t - cand >= size:
+                    if not best_fit:
+                        best = cand
+                        break
+                    if best < 0 or lo_t - cand < best_gap:
+                        best = cand
+                        best_gap = lo_t - cand
+                if hi[idx[t]] > prev:
+                    prev = hi[idx[t]]
+            if best < 0:
+                best = (prev + a - 1) // a * a
+        for p in range(obj_ptr[o], obj_ptr[o + 1]):
+            offsets[members[p]] = best
+    return offsets

@@ -1,0 +1,358 @@
+"""Time-limited improvement of a plan by a MiniMalloc-style search over canonical placements.
+
+The decision version "is there a plan with peak <= C?" is answered by a node-limited depth-first
+search (:func:`dsa._kernels.canonical.canonical_search`), after M. D. Moffitt, "MiniMalloc: A
+Lightweight Memory Allocator for Hardware-Accelerated Machine Learning", ASPLOS 2023: buffers are
+placed in non-decreasing offset order, each on the floor or directly on top of a buffer it overlaps
+in time, with section inference, a dominance rule and dynamic decomposition pruning the tree.
+
+:func:`improve` uses it as an improvement heuristic: starting from a plan of peak ``U`` it probes
+capacities between the lower bound and ``U - 1`` with growing node limits, keeps the best plan found,
+and reports which capacities a *complete* search proved infeasible. numba cannot read the clock, so
+the search runs in node-limited calls and the deadline is checked between calls; one call is sized
+from the measured node rate so that it ends near the deadline.
+
+Complexity: preparation is O(n log n + sum of spans + sum of degrees) per busy period (a busy period
+is a maximal time range in which something is always alive; periods are independent); each search
+node costs O(m + S + deg) for a period of ``m`` buffers and ``S`` sections. Busy periods with more
+than ``MAX_BUFFERS`` buffers are not searched (their incumbent offsets are kept).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+__all__ = ["improve", "feasible"]
+
+MAX_BUFFERS = 2000          # larger busy periods are left as they are
+MAX_DEGREE_SUM = 2_000_000  # bound on the number of (buffer, time-neighbour) pairs of a period
+MAX_SPAN_SUM = 4_000_000    # bound on sum over buffers of the sections they span
+FLOOR_LOG = 1_000_000       # room for optional floor raises in the kernel's undo log
+# static preorders (tie-breaks of the dynamic order), as letters: T = largest section total the
+# buffer meets, W = number of sections spanned, A = area (size x duration), Z = size; all descending
+HEURISTICS = ("WAT", "TAW", "TWA")
+BUDGET0 = 1000             # nodes per probe in the first round (doubles each round)
+DESCEND = True             # probe capacities from just below the best peak downwards
+STEP = 0.01                # grid step of the capacities probed, as a fraction of the lower bound
+
+
+class _Period:
+    """One busy period prepared for the kernel (rows with size > 0 only)."""
+
+    __slots__ = ("rows", "sz", "al", "fx", "slo", "shi", "adj_ptr", "adj", "sec_ptr", "sec_buf",
+                 "ranks", "searchable")
+
+    def __init__(self, problem, rows):
+        self.rows = rows
+        st = problem.starts[rows]
+        en = problem.ends[rows]
+        self.sz = np.ascontiguousarray(problem.sizes[rows], dtype=np.int64)
+        self.al = np.ascontiguousarray(problem.alignments[rows], dtype=np.int64)
+        self.fx = np.ascontiguousarray(problem.fixed_offsets[rows], dtype=np.int64)
+        m = len(rows)
+        times = np.unique(np.concatenate([st, en]))
+        self.slo = np.searchsorted(times, st).astype(np.int64)
+        self.shi = np.searchsorted(times, en).astype(np.int64)
+        spans = self.shi - self.slo
+        self.searchable = m <= MAX_BUFFERS and int(spans.sum()) <= MAX_SPAN_SUM
+        self.ranks = {}
+        if not self.searchable:
+            return
+        S = len(times) - 1
+        # time-overlap lists (CSR)
+        ov = (st[:, None] < en[None, :]) & (st[None, :] < en[:, None])
+        np.fill_diagonal(ov, False)
+        deg = ov.sum(axis=1)
+        self.adj_ptr = np.zeros(m + 1, np.int64)
+        np.cumsum(deg, out=self.adj_ptr[1:])
+        if int(deg.sum()) > MAX_DEGREE_SUM:
+            self.searchable = False
+            return
+        self.adj = np.nonzero(ov)[1].astype(np.int64)
+        # buffers alive in each section (CSR, grouped by section)
+        owner = np.repeat(np.arange(m, dtype=np.int64), spans)
+        sec = np.arange(len(owner), dtype=np.int64) - np.repeat(np.cumsum(spans) - spans, spans) \
+            + np.repeat(self.slo, spans)
+        order = np.argsort(sec, kind="stable")
+        self.sec_buf = owner[order]
+        self.sec_ptr = np.zeros(S + 1, np.int64)
+        np.cumsum(np.bincount(sec, minlength=S), out=self.sec_ptr[1:])
+        # static features for the preorders
+        total = np.zeros(S, np.int64)
+        np.add.at(total, sec, self.sz[owner])
+        tbuf = np.zeros(m, np.int64)
+        np.maximum.at(tbuf, owner, total[sec])
+        feats = {"T": tbuf, "W": spans.astype(np.int64), "A": self.sz * (en - st), "Z": self.sz}
+        for h in HEURISTICS:
+            keys = [np.arange(m)] + [-feats[c] for c in reversed(h)]
+            order = np.lexsort(keys)
+            rank = np.empty(m, np.int64)
+            rank[order] = np.arange(m, dtype=np.int64)
+            self.ranks[h] = rank
+
+    def search(self, cap, node_limit, heuristic):
+        from dsa._kernels.canonical import canonical_search
+
+        out = np.zeros(len(self.rows), np.int64)
+        status, nodes = canonical_search(self.sz, self.al, self.fx, self.ranks[heuristic], self.slo,
+                                         self.shi, self.adj_ptr, self.adj, self.sec_ptr,
+                                         self.sec_buf, int(cap), int(node_limit), FLOOR_LOG, out)
+        return int(status), int(nodes), out
+
+
+class _Prepared:
+    """A problem cut into busy periods, with its zero-size rows set aside."""
+
+    def __init__(self, problem):
+        self.problem = problem
+        n = problem.n
+        sizes = problem.sizes
+        live = np.flatnonzero(sizes > 0)
+        self.periods = []
+        if len(live):
+            order = live[np.argsort(problem.starts[live], kind="stable")]
+            st = problem.starts[order]
+            run_end = np.maximum.accumulate(problem.ends[order])
+            new = np.ones(len(order), bool)
+            new[1:] = st[1:] >= run_end[:-1]
+            bounds = np.flatnonzero(new).tolist() + [len(order)]
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                self.periods.append(_Period(problem, np.sort(order[a:b])))
+        base = np.zeros(n, np.int64)
+        fixed = problem.fixed_offsets != -1
+        base[fixed] = problem.fixed_offsets[fixed]
+        self.base = base  # offsets of zero-size rows (and a starting point)
+
+
+def _peak(problem, offsets, rows=None):
+    if rows is None:
+        return int((offsets + problem.sizes).max()) if problem.n else 0
+    return int((offsets[rows] + problem.sizes[rows]).max()) if len(rows) else 0
+
+
+def _lower(problem, rows):
+    """LOAD and fixed ends of one period (a lower bound for that period's peak)."""
+    st = problem.starts[rows]
+    en = problem.ends[rows]
+    sz = problem.sizes[rows]
+    times = np.concatenate([st, en])
+    delta = np.concatenate([sz, -sz])
+    order = np.lexsort((delta, times))  # frees before allocations at equal times
+    load = int(np.cumsum(delta[order]).max()) if len(rows) else 0
+    fx = problem.fixed_offsets[rows]
+    f = fx != -1
+    if f.any():
+        load = max(load, int((fx[f] + sz[f]).max()))
+    return load
+
+
+def _decide(prep, cap, node_limit, periods, heuristics=HEURISTICS, deadline=None, rate=None):
+    """Round-robin search of capacity ``cap`` over ``periods`` (indices into prep.periods).
+
+    Returns ``(status, plans, nodes)`` where plans maps period index -> local offsets.
+    """
+    plans = {}
+    nodes = 0
+    todo = list(periods)
+    for pi in todo:
+        if not prep.periods[pi].searchable:
+            return "limit", plans, nodes
+    limit = max(64, 2 * max((len(prep.periods[pi].rows) for pi in todo), default=1))
+    while todo:
+        remaining = todo
+        todo = []
+        for pi in remaining:
+            per = prep.periods[pi]
+            done = False
+            for h in heuristics:
+                lim = limit
+                if node_limit is not None:
+                    lim = min(lim, node_limit - nodes)
+                if deadline is not None and rate is not None:
+                    left = deadline - time.perf_counter()
+                    lim = min(lim, int(max(left, 0.0) * rate[0]))
+                if lim <= 0:
+                    return "limit", plans, nodes
+                t = time.perf_counter()
+                status, used, out = per.search(cap, lim, h)
+                dt = time.perf_counter() - t
+                nodes += used
+                if rate is not None and used > 1000 and dt > 0:
+                    rate[0] = 0.5 * rate[0] + 0.5 * used / dt
+                if status == 0:
+                    plans[pi] = out
+                    done = True
+                    break
+                if status == 1:
+                    return "infeasible", plans, nodes
+            if not done:
+                todo.append(pi)
+        if node_limit is not None and nodes >= node_limit:
+            break
+        if deadline is not None and time.perf_counter() >= deadline:
+            break
+        limit *= 2
+    return ("found" if not todo else "limit"), plans, nodes
+
+
+def feasible(problem, capacity, *, node_limit):
+    """Decide whether ``problem`` has a plan with peak at most ``capacity``.
+
+    Parameters
+    ----------
+    problem : dsa.Problem
+    capacity : int
+    node_limit : int
+        The most search nodes to spend, over all busy periods and restarts.
+
+    Returns
+    -------
+    status : str
+        ``"found"``, ``"infeasible"`` (proven by a complete search) or ``"limit"``.
+    offsets : numpy.ndarray or None
+        A plan with peak <= capacity when found.
+    nodes : int
+        Nodes explored.
+    """
+    prep = _Prepared(problem)
+    status, plans, nodes = _decide(prep, int(capacity), int(node_limit),
+                                   range(len(prep.periods)))
+    if status != "found":
+        return status, None, nodes
+    offsets = prep.base.copy()
+    for pi, out in plans.items():
+        offsets[prep.periods[pi].rows] = out
+    return status, offsets, nodes
+
+
+def _probe(prep, problem, best, cap, budget, heuristic, deadline, rate):
+    """One node-limited attempt at capacity ``cap`` for every period whose plan exceeds it.
+
+    Returns ``(outcome, plans, nodes)``; outcome is "found", "infeasible" (proven) or "limit".
+    """
+    plans = {}
+    nodes = 0
+    outcome = "found"
+    for pi, per in enumerate(prep.periods):
+        if _peak(problem, best, per.rows) <= cap:
+            continue
+        if not per.searchable:
+            return "limit", plans, nodes
+        lim = budget
+        if deadline is not None:
+            lim = min(lim, int(max(deadline - time.perf_counter(), 0.0) * rate[0]))
+        if lim <= 0:
+            return "limit", plans, nodes
+        t = time.perf_counter()
+        status, used, out = per.search(cap, lim, heuristic)
+        dt = time.perf_counter() - t
+        nodes += used
+        if used >= 200 and dt > 1e-3:
+            rate[0] = 0.5 * rate[0] + 0.5 * used / dt
+        if status == 1:
+            return "infeasible", plans, nodes
+        if status == 2:
+            outcome = "limit"  # keep going: a later period may still be proven infeasible
+        else:
+            plans[pi] = out
+    return outcome, plans, nodes
+
+
+def improve(problem, offsets, *, time_limit: float, node_limit: int | None = None, seed=None):
+    """Improve a plan by probing smaller capacities with a node-limited canonical search.
+
+    Capacities are probed in rounds. A round walks a grid of capacities from the proven lower bound up
+    to one below the best peak, giving each probe a node budget that doubles from round to round and
+    a static preorder that changes from probe to probe; the round ends at the first plan found (the
+    next round then searches below it). Small budgets at many capacities suit these searches, whose
+    cost varies by orders of magnitude between nearby capacities.
+
+    Parameters
+    ----------
+    problem : dsa.Problem
+    offsets : array_like of int
+        A valid plan (the incumbent); it is returned unchanged if nothing better is found.
+    time_limit : float
+        Seconds to spend, checked between node-limited kernel calls (each call is sized from the
+        measured node rate). The first call in a process may add the kernel's load/compile time.
+    node_limit : int, optional
+        The most nodes to spend in all.
+    seed : int, optional
+        Unused (the search is deterministic); accepted for a uniform strategy signature.
+
+    Returns
+    -------
+    offsets : numpy.ndarray
+        The best plan found, never worse than the input.
+    stats : dict
+        ``nodes``; ``probes``, a list of ``(capacity, outcome, nodes)`` with outcome ``"found"``,
+        ``"infeasible"`` (proven by an exhausted search) or ``"limit"``; ``proven_lower_bound``, the
+        largest ``C + 1`` for which "no plan with peak <= C" was proven, else the lower bound
+        (LOAD or the end of the highest fixed buffer); ``peak``; ``time``.
+    """
+    t0 = time.perf_counter()
+    deadline = t0 + float(time_limit)
+    best = np.array(offsets, dtype=np.int64, copy=True)
+    prep = _Prepared(problem)
+    zero = problem.sizes == 0
+    best[zero] = prep.base[zero]  # zero-size rows: offset 0, or their fixed offset
+    lb = max((_lower(problem, per.rows) for per in prep.periods), default=0)
+    peak = _peak(problem, best)
+    stats = {"nodes": 0, "probes": [], "proven_lower_bound": min(lb, peak), "peak": peak,
+             "time": 0.0}
+    if peak <= lb or not any(per.searchable for per in prep.periods):
+        stats["time"] = time.perf_counter() - t0
+        return best, stats
+    rate = [2e5]
+    lo = lb
+    budget = BUDGET0
+    turn = 0
+    while lo < peak and time.perf_counter() < deadline:
+        if node_limit is not None and stats["nodes"] >= node_limit:
+            break
+        caps = _grid(lo, peak - 1, lb)
+        if DESCEND:
+            caps = caps[::-1]
+        improved = False
+        for cap in caps:
+            if cap < lo or cap >= peak:
+                continue
+            if time.perf_counter() >= deadline:
+                break
+            nb = budget
+            if node_limit is not None:
+                nb = min(nb, node_limit - stats["nodes"])
+                if nb <= 0:
+                    break
+            h = HEURISTICS[turn % len(HEURISTICS)]
+            turn += 1
+            outcome, plans, nodes = _probe(prep, problem, best, cap, nb, h, deadline, rate)
+            stats["nodes"] += nodes
+            stats["probes"].append((cap, outcome, nodes))
+            if outcome == "infeasible":
+                lo = cap + 1
+                stats["proven_lower_bound"] = lo
+            elif outcome == "found":
+                for pi, out in plans.items():
+                    best[prep.periods[pi].rows] = out
+                peak = _peak(problem, best)
+                improved = True
+                if not DESCEND:
+                    break
+        if not improved:
+            budget *= 2
+    stats["peak"] = peak
+    stats["time"] = time.perf_counter() - t0
+    return best, stats
+
+
+def _grid(lo, hi, lb):
+    """Capacities to try in one round, ascending: ``lo``, then steps of STEP x lb up to ``hi``."""
+    if hi < lo:
+        return []
+    step = max(1, int(lb * STEP))
+    caps = list(range(lo, hi + 1, step))
+    if caps[-1] != hi:
+        caps.append(hi)
+    return caps
