@@ -45,6 +45,10 @@ class _Period:
 
     def __init__(self, problem, rows):
         self.rows = rows
+        self.ranks = {}
+        self.searchable = len(rows) <= MAX_BUFFERS
+        if not self.searchable:
+            return
         st = problem.starts[rows]
         en = problem.ends[rows]
         self.sz = np.ascontiguousarray(problem.sizes[rows], dtype=np.int64)
@@ -55,8 +59,7 @@ class _Period:
         self.slo = np.searchsorted(times, st).astype(np.int64)
         self.shi = np.searchsorted(times, en).astype(np.int64)
         spans = self.shi - self.slo
-        self.searchable = m <= MAX_BUFFERS and int(spans.sum()) <= MAX_SPAN_SUM
-        self.ranks = {}
+        self.searchable = int(spans.sum()) <= MAX_SPAN_SUM
         if not self.searchable:
             return
         S = len(times) - 1
@@ -301,14 +304,16 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
     peak = _peak(problem, best)
     stats = {"nodes": 0, "probes": [], "proven_lower_bound": min(lb, peak), "peak": peak,
              "time": 0.0}
-    if peak <= lb or not any(per.searchable for per in prep.periods):
+    # a period too large to search that reaches the peak caps what the search can gain
+    stuck = max((_peak(problem, best, per.rows) for per in prep.periods if not per.searchable), default=0)
+    if peak <= max(lb, stuck):
         stats["time"] = time.perf_counter() - t0
         return best, stats
     rate = [2e5]
     lo = lb
     budget = BUDGET0
     turn = 0
-    while lo < peak and time.perf_counter() < deadline:
+    while lo < peak and stuck < peak and time.perf_counter() < deadline:
         if node_limit is not None and stats["nodes"] >= node_limit:
             break
         caps = _grid(lo, peak - 1, lb)

@@ -9,7 +9,9 @@ orderings size, duration, area, start, conflict and breadth, each with first fit
 (:class:`dsa.sweep.Sweep`). It stops as soon as a plan reaches the lower bound (LOAD), which proves it
 optimal.
 
-Phase 2, the improvement (within what remains of ``time_limit``): see :func:`_improve`.
+Phase 2, the improvement (within what remains of ``time_limit``): a MiniMalloc-style search over
+canonical plans (Moffitt, ASPLOS 2023), then a local search over greedy orders (squeaky wheel, Joslin &
+Clements 1999, under late acceptance, Burke & Bykov 2017); see :func:`_improve`.
 
 Greedy by size alone misses LOAD on traces where two large buffers that never meet are stacked at
 the same offset and block a later pair (see the tests); another ordering often avoids that.
@@ -134,22 +136,32 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, members_max_n=Non
     return best, best_peak, winner, peaks
 
 
-def _improve(problem, offsets, budget, seed, sweep):
+def _improve(problem, offsets, bound, budget, seed):
     """Phase 2: search for a lower plan until the budget, the bound or a proof ends it.
 
-    A MiniMalloc-style search over canonical plans (:mod:`dsa.strategies._search`; Moffitt, ASPLOS
-    2023) probes capacities below the incumbent's peak with node-limited searches whose budgets grow
-    round by round; a probe it completes without a plan proves a lower bound. Busy periods too large
-    for it (more than ``_search.MAX_BUFFERS`` buffers) keep the incumbent's offsets.
+    1. A MiniMalloc-style search over canonical plans (:mod:`dsa.strategies._search`; Moffitt,
+       ASPLOS 2023) probes capacities below the incumbent's peak with node-limited searches whose
+       budgets grow round by round; a probe it completes without a plan proves a lower bound. It
+       works on busy periods of up to ``_search.MAX_BUFFERS`` buffers and stops early when the peak
+       is set by a larger one.
+    2. With time left, a local search over greedy orders (:mod:`dsa.strategies._improve`: squeaky
+       wheel moves under late acceptance; around the peak, a time window at a time, on large
+       problems) takes over.
 
     Returns ``(offsets, proven_bound, stats)``.
     """
+    from dsa.strategies import _improve as local
     from dsa.strategies import _search
 
     out, info = _search.improve(problem, offsets, time_limit=budget.remaining(), seed=seed)
+    proven = int(info["proven_lower_bound"])
     stats = {"search_nodes": info["nodes"], "search_probes": len(info["probes"]),
              "search_s": info["time"]}
-    return out, int(info["proven_lower_bound"]), stats
+    if plan_peak(problem, out) > max(bound, proven) and not budget.exhausted:
+        t0 = time.perf_counter()
+        out, info = local.improve(problem, out, time_limit=budget.remaining(), seed=seed)
+        stats.update(local_iterations=info["iterations"], local_s=time.perf_counter() - t0)
+    return out, proven, stats
 
 
 def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, restarts: int = 0,
@@ -182,8 +194,9 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
     Solution
         ``stats["member"]`` names the winning member of the portfolio and ``stats["peaks"]`` maps
         every member that ran to its peak; ``stats["portfolio_peak"]``, ``stats["improved"]`` (bytes
-        the improvement phase saved), ``stats["search_nodes"]``, ``stats["search_probes"]`` and
-        ``stats["search_s"]`` describe phase 2. A capacity the search proved infeasible raises
+        the improvement phase saved), ``stats["search_nodes"]``, ``stats["search_probes"]``,
+        ``stats["search_s"]``, and when the local search ran ``stats["local_iterations"]`` and
+        ``stats["local_s"]`` describe phase 2. A capacity the search proved infeasible raises
         ``lower_bound`` above LOAD.
         The status is ``LIMIT_REACHED`` when the time limit cut the improvement phase short of the
         lower bound.
@@ -203,7 +216,7 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
              "portfolio_s": time.perf_counter() - t0, "improved": 0}
     status, proven = Status.FEASIBLE, 0
     if improve and best is not None and best_peak > bound and not budget.exhausted:
-        offsets, proven, info = _improve(problem, best, budget, seed, sweep)
+        offsets, proven, info = _improve(problem, best, bound, budget, seed)
         peak = plan_peak(problem, offsets)
         if peak < best_peak:
             best, stats["improved"] = offsets, best_peak - peak

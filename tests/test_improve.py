@@ -1,0 +1,99 @@
+"""The two searches behind best's improvement phase: the canonical search (its proofs against brute
+force) and the local search over greedy orders."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dsa
+from conftest import fields, problems
+from dsa.strategies import _improve as local
+from dsa.strategies import _search
+from naive import brute_force_optimum, naive_validate
+
+
+def _optimum(problem) -> int:
+    f = fields(problem)
+    return brute_force_optimum(f["starts"], f["ends"], f["sizes"], f["alignments"], f["fixed"])
+
+
+def _valid(problem, offsets) -> bool:
+    return naive_validate(**fields(problem), offsets=np.asarray(offsets).tolist()) == []
+
+
+# ---------------------------------------------------------------- canonical search
+@given(problem=problems(max_n=7), slack=st.integers(-3, 3))
+@settings(max_examples=300)
+def test_feasible_agrees_with_brute_force(problem, slack):
+    """At capacities around the optimum: a plan below it is impossible, and a proof above it is a bug."""
+    opt = _optimum(problem)
+    cap = max(int(problem.sizes.max(initial=0)), opt + slack)
+    status, offsets, nodes = _search.feasible(problem, cap, node_limit=1_000_000)
+    assert status in ("found", "infeasible")  # tiny instances: the search always completes
+    if status == "found":
+        assert _valid(problem, offsets) and dsa.solution.plan_peak(problem, offsets) <= cap
+    assert (status == "found") == (cap >= opt)
+
+
+@given(problem=problems(max_n=7))
+@settings(max_examples=100)
+def test_search_improve_reaches_and_proves_the_optimum(problem):
+    start = dsa.solve(problem, "bump").offsets
+    out, stats = _search.improve(problem, start, time_limit=5.0)
+    assert _valid(problem, out)
+    opt = _optimum(problem)
+    assert dsa.solution.plan_peak(problem, out) == opt
+    assert stats["proven_lower_bound"] <= opt
+
+
+def test_search_keeps_a_plan_it_cannot_improve_and_stops_on_large_periods():
+    big = dsa.generate.random_trace(3000, seed=0)  # one busy period of more than MAX_BUFFERS rows
+    start = dsa.solve(big, "greedy_by_size").offsets
+    out, stats = _search.improve(big, start, time_limit=5.0)
+    assert np.array_equal(out, start) and stats["nodes"] == 0 and stats["time"] < 5.0
+
+
+def test_search_honours_a_node_limit():
+    p = dsa.data.load("A.1048576").replace(capacity=None)
+    start = dsa.solve(p, "greedy_by_size").offsets
+    out, stats = _search.improve(p, start, time_limit=60.0, node_limit=5000)
+    assert stats["nodes"] <= 5000 + len(p)  # the last call may finish its current node budget
+    assert _valid(p, out) and dsa.solution.plan_peak(p, out) <= dsa.solution.plan_peak(p, start)
+
+
+# ---------------------------------------------------------------- local search over greedy orders
+@given(problem=problems(max_n=12), seed=st.integers(0, 100))
+@settings(max_examples=100)
+def test_local_search_is_valid_and_never_worse(problem, seed):
+    start = dsa.solve(problem, "bump").offsets
+    out, stats = local.improve(problem, start, time_limit=math.inf, iterations=200, seed=seed)
+    assert _valid(problem, out)
+    assert stats["final_peak"] == dsa.solution.plan_peak(problem, out) <= stats["start_peak"]
+    fixed = problem.is_fixed
+    assert np.array_equal(out[fixed], problem.fixed_offsets[fixed])
+
+
+def test_local_search_is_reproducible_for_a_seed_and_an_iteration_count():
+    p = dsa.data.load("B.1048576").replace(capacity=None)
+    start = dsa.solve(p, "greedy_by_size").offsets
+    a, sa = local.improve(p, start, time_limit=math.inf, iterations=3000, seed=4)
+    b, sb = local.improve(p, start, time_limit=math.inf, iterations=3000, seed=4)
+    assert np.array_equal(a, b) and sa["iterations"] == sb["iterations"] == 3000
+    assert sa["final_peak"] < sa["start_peak"]  # 3000 iterations lower this instance's greedy peak
+
+
+def test_local_search_works_a_window_at_a_time_on_large_problems():
+    p = dsa.generate.random_trace(3000, seed=3)
+    start = dsa.solve(p, "greedy_by_size").offsets
+    out, stats = local.improve(p, start, time_limit=math.inf, iterations=2000, seed=0, window=200)
+    assert _valid(p, out) and stats["final_peak"] <= stats["start_peak"]
+
+
+def test_local_search_rejects_unknown_parameters():
+    p = dsa.Problem([0, 1], [2, 3], [1, 1])
+    with pytest.raises(TypeError, match="unknown search parameters"):
+        local.improve(p, [0, 1], time_limit=0.1, colour="blue")
