@@ -62,13 +62,14 @@ class Sweep:
     @cached_property
     def _sections(self):
         p = self.problem
-        times = np.unique(np.concatenate([p.starts, p.ends]))
+        times = np.sort(np.concatenate([p.starts, p.ends]))
+        times = times[np.r_[True, times[1:] != times[:-1]]] if len(times) else times
         first = np.searchsorted(times, p.starts)
         last = np.searchsorted(times, p.ends) - 1
         delta = np.zeros(len(times), dtype=np.int64)
         np.add.at(delta, first, p.sizes)
         np.add.at(delta, last + 1, -p.sizes)
-        live = np.cumsum(delta)
+        live = np.cumsum(delta)  # int64 all the way: no rounding of large byte counts
         return times, live, first, last
 
     @property

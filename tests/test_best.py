@@ -3,10 +3,12 @@ improvement phase searches within the time limit."""
 from __future__ import annotations
 
 import time
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dsa
 from conftest import fields, problems
@@ -47,6 +49,18 @@ def test_tiny_instances_are_solved_to_proven_optimality(problem):
     f = fields(problem)
     assert sol.peak == brute_force_optimum(f["starts"], f["ends"], f["sizes"], f["alignments"], f["fixed"])
     assert sol.status is dsa.Status.OPTIMAL and sol.lower_bound == sol.peak
+
+
+@given(problems(), st.integers(0, 3))
+@settings(max_examples=40)
+def test_threads_do_not_change_the_portfolio(problem, restarts):
+    from dsa.strategies import best
+
+    serial = dsa.solve(problem, "best", restarts=restarts, seed=2, improve=False)
+    with mock.patch.object(best, "PARALLEL_MIN_N", 0), mock.patch.object(best, "MAX_THREADS", 3):
+        threaded = dsa.solve(problem, "best", restarts=restarts, seed=2, improve=False)
+    assert np.array_equal(serial.offsets, threaded.offsets)
+    assert serial.stats["peaks"] == threaded.stats["peaks"]
 
 
 def test_the_search_proves_a_bound_above_load():

@@ -10,7 +10,7 @@ from dsa._kernels import njit
 from dsa._kernels.sweep import overlap_csr  # noqa: F401  (re-exported: older imports name it here)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sort_by_lo(lo, hi, k):
     """Sort the first ``k`` pairs ``(lo, hi)`` by ``lo`` in place (insertion sort for short lists)."""
     if k > 48:
@@ -32,7 +32,7 @@ def _sort_by_lo(lo, hi, k):
         hi[u + 1] = y
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # nogil: a portfolio runs several placements on threads
 def place(order, sizes, aligns, offsets, indptr, indices, best_fit):
     """Place the rows of ``order`` one by one; ``offsets`` holds -1 for unplaced rows and is filled in.
 

@@ -64,12 +64,13 @@ def by_breadth(p):
     n = len(p)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    times = np.unique(np.concatenate([p.starts, p.ends]))
+    times = np.sort(np.concatenate([p.starts, p.ends]))
+    times = times[np.r_[True, times[1:] != times[:-1]]]  # distinct; faster than np.unique here
     first = np.searchsorted(times, p.starts)
     last = np.searchsorted(times, p.ends) - 1          # sections first..last inclusive
-    delta = np.zeros(len(times), dtype=np.float64)
-    np.add.at(delta, first, p.sizes)
-    np.add.at(delta, last + 1, -p.sizes.astype(np.float64))
+    sizes = p.sizes.astype(np.float64)
+    delta = (np.bincount(first, weights=sizes, minlength=len(times))
+             - np.bincount(last + 1, weights=sizes, minlength=len(times)))
     breadth = np.cumsum(delta)[:-1]                     # one value per section
     table = [np.arange(len(breadth))]
     width = 1
@@ -85,7 +86,7 @@ def by_breadth(p):
     level = np.where((1 << level) > span, level - 1, level)
     c1 = np.empty(n, dtype=np.int64)
     c2 = np.empty(n, dtype=np.int64)
-    for lv in np.unique(level):
+    for lv in range(int(level.max()) + 1):
         rows = level == lv
         c1[rows] = table[lv][first[rows]]
         c2[rows] = table[lv][last[rows] - (1 << lv) + 1]

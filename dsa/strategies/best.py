@@ -6,8 +6,9 @@ Memory Management for Deep Neural Net Inference", MLSys 2020 workshop, arXiv:200
 orderings size, duration, area, start, conflict and breadth, each with first fit and best fit, plus
 ``restarts`` random orderings, then the cheap registered constructive strategies (``gergov``,
 ``buchsbaum``, ``mincost_flow``). Each ordering is computed once and the time-overlap graph is shared
-(:class:`dsa.sweep.Sweep`). It stops as soon as a plan reaches the lower bound (LOAD), which proves it
-optimal.
+(:class:`dsa.sweep.Sweep`). From ``PARALLEL_MIN_N`` rows on, greedy members run a few at a time on
+threads (the placement kernel releases the GIL), with results taken in member order. It stops as soon
+as a plan reaches the lower bound (LOAD), which proves it optimal.
 
 Phase 2, the improvement (within what remains of ``time_limit``): a MiniMalloc-style search over
 canonical plans (Moffitt, ASPLOS 2023), then a local search over greedy orders (squeaky wheel, Joslin &
@@ -21,7 +22,9 @@ members' own costs; phase 2 runs until the time limit, the lower bound or its ow
 """
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -43,6 +46,9 @@ STRATEGY_MEMBERS = (("gergov", {}), ("buchsbaum", {"restarts": 4}), ("mincost_fl
 STRATEGY_MEMBERS_MAX_N = 20_000
 
 DEFAULT_TIME_LIMIT = 1.0
+# greedy members run on a thread pool from this many rows on, with at most this many threads
+PARALLEL_MIN_N = 20_000
+MAX_THREADS = 4
 
 
 def _member_label(member) -> str:
@@ -99,41 +105,75 @@ def _run_member(problem, member, sweep, seed):
     return None if offsets is None else np.asarray(offsets, dtype=np.int64)
 
 
+def _is_greedy(member) -> bool:
+    return isinstance(member, tuple) and not isinstance(member[1], dict)
+
+
 def _portfolio(problem, members, sweep, bound, restarts, seed, members_max_n=None):
-    """Phase 1: run every member, keep the lowest peak; stop at ``bound``."""
+    """Phase 1: run every member in order, keep the lowest peak; stop at ``bound``.
+
+    On large problems consecutive greedy members run a few at a time on a thread pool (the
+    placement kernel releases the GIL); results are taken in member order, so the outcome does not
+    depend on the number of threads.
+    """
     rng = np.random.default_rng(seed)
     members = list(members) + [("random", "best")] * int(restarts)
     orders: dict = {}
-    best, best_peak, winner, peaks = None, None, None, {}
-    k_random = 0
-    for member in members:
-        if isinstance(member, tuple) and not isinstance(member[1], dict):
-            order, fit = member
-            if order == "random":
-                rows = order_rows(problem, "random", rng.integers(2**63))
-                label = f"random{k_random}/{fit}"
-                k_random += 1
-            else:
-                if order not in orders:
-                    orders[order] = order_rows(problem, order)
-                rows = orders[order]
-                label = f"{order}/{fit}"
-            offsets = greedy_offsets(problem, rows, fit, sweep=sweep)
+    state = {"best": None, "peak": None, "winner": None, "peaks": {}, "random": 0}
+
+    def prepare(member):
+        order, fit = member
+        if order == "random":
+            rows = order_rows(problem, "random", rng.integers(2**63))
+            label = f"random{state['random']}/{fit}"
+            state["random"] += 1
         else:
+            if order not in orders:
+                orders[order] = order_rows(problem, order)
+            rows, label = orders[order], f"{order}/{fit}"
+        return label, rows, fit
+
+    def record(label, offsets) -> bool:
+        """Keep ``offsets`` if lowest so far; True once the bound is reached."""
+        peak = plan_peak(problem, offsets)
+        state["peaks"][label] = peak
+        if state["peak"] is None or peak < state["peak"]:
+            state["best"], state["peak"], state["winner"] = offsets, peak, label
+        return state["peak"] <= bound
+
+    def place(job):
+        return greedy_offsets(problem, job[1], job[2], sweep=sweep)
+
+    workers = min(os.cpu_count() or 1, MAX_THREADS) if len(problem) >= PARALLEL_MIN_N else 1
+    pool = ThreadPoolExecutor(workers) if workers > 1 else None
+    try:
+        i, done = 0, False
+        while i < len(members) and not done:
+            if _is_greedy(members[i]):
+                wave = []
+                while i < len(members) and _is_greedy(members[i]) and len(wave) < workers:
+                    wave.append(prepare(members[i]))
+                    i += 1
+                results = pool.map(place, wave) if pool is not None else map(place, wave)
+                for job, offsets in zip(wave, results):
+                    if record(job[0], offsets):
+                        done = True
+                        break
+                continue
+            member = members[i]
+            i += 1
             if members_max_n is not None and len(problem) > members_max_n:
                 continue
             label = _member_label(member)
             offsets = _run_member(problem, member, sweep, seed)
             if offsets is None or offsets.shape != (len(problem),):
-                peaks[label] = None
+                state["peaks"][label] = None
                 continue
-        peak = plan_peak(problem, offsets)
-        peaks[label] = peak
-        if best_peak is None or peak < best_peak:
-            best, best_peak, winner = offsets, peak, label
-        if best_peak <= bound:
-            break
-    return best, best_peak, winner, peaks
+            done = record(label, offsets)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    return state["best"], state["peak"], state["winner"], state["peaks"]
 
 
 def _improve(problem, offsets, bound, budget, seed):
