@@ -14,12 +14,17 @@ VALIDATOR_N = 1_000_000  # buffers of the validator benchmark's trace
 
 @pytest.fixture(scope="session", autouse=True)
 def warm_numba():
-    """Compile (or load from numba's cache) every kernel once, so no timing includes compilation."""
-    tiny = dsa.Problem([0, 1, 2, 0], [2, 3, 4, 4], [8, 16, 8, 0], alignments=[1, 1, 4, 1])
-    for name in dsa.available_strategies():
-        sol = dsa.solve(tiny, name)  # validate=True also compiles the validator's sweep
-        assert sol.success, (name, sol)
-    dsa.validate(tiny, dsa.solve(tiny).offsets)
+    """Compile (or load from numba's cache) every kernel once, so no timing includes compilation.
+
+    The warm-up instances are large enough for the kernels rather than the numpy stand-ins of a
+    process's first small calls, and hard enough for best's two searches to run.
+    """
+    hard = dsa.data.load("A.1048576").replace(capacity=None)    # the canonical search runs
+    wide = dsa.generate.random_trace(3000, seed=0)               # beyond it: the local search runs
+    for name in dsa.available_strategies(installed=True):
+        for problem in (hard, wide):
+            sol = dsa.solve(problem, name, time_limit=0.3)  # validate=True also loads the validator
+            assert sol.success, (name, sol)
 
 
 class _Instances:

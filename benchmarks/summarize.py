@@ -23,6 +23,12 @@ TARGET_REAL_RATIO = 1.02      # greedy_by_size peak / LOAD on the real traces
 TARGET_GREEDY_100K_S = 1.0    # greedy_by_size on 100k buffers, after compilation
 TARGET_VALIDATE_1M_S = 1.0    # dsa.validate on 1M buffers, after compilation
 TARGET_IMPORT_S = 0.2         # import dsa
+TARGET_BEST_RATIO = 1.10      # best, mean peak/LOAD on the 11 challenging instances ...
+TARGET_BEST_EACH_S = 2.0      # ... each planned within this many seconds
+TARGET_BEST_REAL = 1.01       # best on every real trace
+TARGET_PORTFOLIO_100K_S = 0.5  # best's portfolio phase at 100k buffers
+TARGET_ANY_100K_S = 10.0      # every strategy at 100k buffers
+TARGET_FIRST_PLAN_S = 0.4     # import dsa + the first plan of a 30-buffer trace, in a fresh process
 
 
 def _fmt_s(x: float | None) -> str:
@@ -44,6 +50,8 @@ def summarize(report: dict, out=sys.stdout) -> dict:
     solves = []
     validate = None
     imports = None
+    portfolio = None
+    first_plan = None
     for b in report.get("benchmarks", []):
         info = b.get("extra_info", {})
         kind = info.get("kind")
@@ -53,6 +61,10 @@ def summarize(report: dict, out=sys.stdout) -> dict:
             validate = (info, b["stats"])
         elif kind == "import":
             imports = (info, b["stats"])
+        elif kind == "portfolio":
+            portfolio = info
+        elif kind == "first_plan":
+            first_plan = info
 
     ratios: dict = defaultdict(lambda: defaultdict(list))   # strategy -> collection -> [ratio]
     maxima: dict = defaultdict(lambda: defaultdict(float))
@@ -141,7 +153,60 @@ def summarize(report: dict, out=sys.stdout) -> dict:
               f"x{info['ratio']:.2f} (target < {TARGET_IMPORT_S:g} s: {_verdict(t < TARGET_IMPORT_S)}); "
               f"heavy modules imported: {info.get('heavy_modules_imported') or 'none'}", file=out)
         figures["import_s"] = t
+    _strategy_targets(solves, portfolio, first_plan, figures, out)
     return figures
+
+
+def _strategy_targets(solves, portfolio, first_plan, figures, out) -> None:
+    """The targets of the approximation strategies and of best (per-instance table for best)."""
+    by = {(i["strategy"], i["instance"]): (i, st) for i, st in solves}
+    challenging = sorted({i["instance"] for i, _ in solves if i["collection"] == "minimalloc"})
+    if any(("best", c) in by for c in challenging):
+        print(file=out)
+        print("best per challenging instance (default budget)", file=out)
+        print(f"  {'instance':<12} {'n':>5} {'LOAD':>9} {'portfolio':>10} {'best':>9} {'peak/LOAD':>9} "
+              f"{'time':>9}  status", file=out)
+        rows = [by[("best", c)] for c in challenging if ("best", c) in by]
+        for info, st in rows:
+            pf = info.get("portfolio_peak")
+            print(f"  {info['instance']:<12} {info['n']:>5} {info['lower_bound']:>9} {pf if pf else '-':>10} "
+                  f"{info['peak']:>9} {info['ratio']:>9.4f} {_fmt_s(st['max']):>9}  {info.get('status', '?')}",
+                  file=out)
+        mean_ratio = statistics.fmean(i["ratio"] for i, _ in rows)
+        slowest = max(st["max"] for _, st in rows)
+        print(f"  best on the challenging instances: mean {mean_ratio:.4f} (target <= {TARGET_BEST_RATIO}: "
+              f"{_verdict(mean_ratio <= TARGET_BEST_RATIO)}), slowest {_fmt_s(slowest)} "
+              f"(target <= {TARGET_BEST_EACH_S:g} s: {_verdict(slowest <= TARGET_BEST_EACH_S)})", file=out)
+        figures["best_challenging_ratio"] = mean_ratio
+    real = [i for i, _ in solves if i["strategy"] == "best" and i["collection"] == "traces"]
+    if real:
+        worst = max(i["ratio"] for i in real)
+        print(f"  best on the real traces: worst {worst:.4f} (target <= {TARGET_BEST_REAL} each: "
+              f"{_verdict(worst <= TARGET_BEST_REAL)})", file=out)
+    for name in ("gergov", "buchsbaum"):
+        pairs = [(by[(name, c)][0]["peak"], by[("greedy_by_size", c)][0]["peak"]) for c in challenging
+                 if (name, c) in by and ("greedy_by_size", c) in by]
+        if pairs:
+            wins = sum(a <= b for a, b in pairs)
+            print(f"  {name} at or below greedy_by_size on {wins}/{len(pairs)} challenging instances "
+                  f"(target: at least half: {_verdict(2 * wins >= len(pairs))})", file=out)
+    big = [(i["strategy"], st["max"]) for i, st in solves if i["n"] >= 100_000]
+    if big:
+        slow = max(big, key=lambda x: x[1])
+        print(f"  slowest strategy at 100k buffers: {slow[0]} {_fmt_s(slow[1])} "
+              f"(target < {TARGET_ANY_100K_S:g} s for every strategy: {_verdict(slow[1] < TARGET_ANY_100K_S)})",
+              file=out)
+    if portfolio:
+        t = portfolio["portfolio_s"]
+        print(f"  best's portfolio at {portfolio['n']} buffers: {_fmt_s(t)}, "
+              f"x{portfolio['ratio_to_greedy_by_size']:.2f} greedy_by_size in the same process "
+              f"(target <= {TARGET_PORTFOLIO_100K_S:g} s: {_verdict(t <= TARGET_PORTFOLIO_100K_S)})", file=out)
+    if first_plan:
+        t = first_plan["import_and_first_solve_s"]
+        print(f"  first plan of a 30-buffer trace in a fresh process: import + solve {_fmt_s(t)} "
+              f"(numba: {_fmt_s(first_plan['jit_s'])}; target <= {TARGET_FIRST_PLAN_S:g} s: "
+              f"{_verdict(t <= TARGET_FIRST_PLAN_S)}); python -m dsa solve {_fmt_s(first_plan['cli_s'])} "
+              f"vs python -c pass {_fmt_s(first_plan['python_pass_s'])}", file=out)
 
 
 def main(argv=None) -> int:

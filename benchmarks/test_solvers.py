@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import dsa
+from dsa.strategies import strategy_info
 
 ROOT = Path(__file__).resolve().parent.parent
 # generated instances: name -> (n, seed), kind "dnn" (see dsa.generate.random_trace)
@@ -22,11 +23,14 @@ GENERATED = {"dnn_10k": (10_000, 10), "dnn_100k": (100_000, 100)}
 INSTANCES = ([("minimalloc", p.stem) for p in dsa.data.paths("minimalloc")]
              + [("traces", p.stem) for p in dsa.data.paths("traces")]
              + [("generated", name) for name in GENERATED])
-STRATEGIES = dsa.available_strategies()  # strategies registered later join automatically
+# strategies registered later join automatically; a missing optional backend is skipped, not crashed on
+STRATEGIES = dsa.available_strategies()
 
 
-def _rounds(n: int) -> int:
-    """Fewer rounds for bigger instances, to keep the whole suite within minutes."""
+def _rounds(n: int, info) -> int:
+    """Fewer rounds for bigger instances and for strategies that search until a time limit."""
+    if info.time_limit:
+        return 1 if n >= 50_000 else 3
     if n >= 50_000:
         return 5
     if n >= 5_000:
@@ -34,20 +38,29 @@ def _rounds(n: int) -> int:
     return 25
 
 
+def _problem(instances, collection, instance):
+    if collection == "generated":
+        return instances.generated(*GENERATED[instance])
+    return instances.bundled(instance)
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("collection,instance", INSTANCES, ids=[name for _, name in INSTANCES])
 def test_solve(benchmark, instances, collection, instance, strategy):
-    if collection == "generated":
-        problem = instances.generated(*GENERATED[instance])
-    else:
-        problem = instances.bundled(instance)
+    info = strategy_info(strategy)
+    if not info.available:
+        pytest.skip(f"{strategy} needs the optional extra {info.extra!r}")
+    problem = _problem(instances, collection, instance)
+    if info.max_n is not None and len(problem) > info.max_n:
+        pytest.skip(f"{strategy} is meant for at most {info.max_n} buffers")
     capacity = problem.capacity
     # plan without the capacity: we measure peak / LOAD, and a plan above MiniMalloc's capacity is still
     # a valid plan (whether it fits is recorded as fits_capacity)
     problem = problem.replace(capacity=None) if capacity is not None else problem
     benchmark.group = f"solve {instance}"
-    sol = benchmark.pedantic(dsa.solve, args=(problem, strategy), kwargs={"validate": False},
-                             rounds=_rounds(len(problem)), iterations=1, warmup_rounds=1)
+    sol = benchmark.pedantic(dsa.solve, args=(problem, strategy), kwargs={"validate": False, "seed": 0},
+                             rounds=_rounds(len(problem), info), iterations=1,
+                             warmup_rounds=0 if info.time_limit else 1)
     # checked outside the timed region
     dsa.validate(problem, sol)
     assert sol.success, sol.message
@@ -64,6 +77,62 @@ def test_solve(benchmark, instances, collection, instance, strategy):
         "capacity": capacity,
         "fits_capacity": None if capacity is None else bool(sol.peak <= capacity),
         "strategy_time_s": sol.stats["time_s"],  # the strategy alone, from the last round
+        "status": sol.status.value,
+        "proven_lower_bound": int(sol.lower_bound),
+        # best: the portfolio's winner and peak before the improvement phase
+        "member": sol.stats.get("member"),
+        "portfolio_peak": sol.stats.get("portfolio_peak"),
+    })
+
+
+def test_best_portfolio_100k(benchmark, instances):
+    """best's portfolio phase alone at 100k buffers, against greedy_by_size timed in the same process."""
+    problem = instances.generated(*GENERATED["dnn_100k"])
+    benchmark.group = "portfolio"
+    sol = benchmark.pedantic(dsa.solve, args=(problem, "best"), kwargs={"validate": False, "improve": False},
+                             rounds=5, iterations=1, warmup_rounds=1)
+    greedy = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        dsa.solve(problem, "greedy_by_size", validate=False)
+        greedy.append(time.perf_counter() - t0)
+    portfolio_s = benchmark.stats.stats.mean
+    benchmark.extra_info.update({
+        "kind": "portfolio", "n": len(problem), "portfolio_s": portfolio_s,
+        "portfolio_phase_s": sol.stats["portfolio_s"], "greedy_by_size_s": statistics.median(greedy),
+        "ratio_to_greedy_by_size": portfolio_s / statistics.median(greedy),
+        "peak_ratio": sol.peak / dsa.lower_bound(problem), "member": sol.stats["member"],
+    })
+
+
+def test_first_plan_in_a_fresh_process(benchmark, tmp_path):
+    """``python -m dsa solve`` on a 30-buffer trace in a new interpreter, against ``python -c pass``.
+
+    The figures in ``extra_info`` come from the two commands run interleaved; the probe also reports
+    the first solve alone, timed inside the interpreter, and how much of it went to numba.
+    """
+    trace = tmp_path / "t30.csv"
+    dsa.write_csv(trace, dsa.generate.random_trace(30, seed=0))
+    rounds = 7
+    benchmark.group = "first plan"
+    cli = f"import sys; sys.argv = ['dsa', 'solve', {str(trace)!r}]; import dsa.cli; dsa.cli.main()"
+    benchmark.pedantic(_run, args=(cli,), rounds=rounds, iterations=1, warmup_rounds=1)
+    with_dsa, baseline, inside, jit = [], [], [], []
+    probe = ("import time; t = time.perf_counter(); import dsa; "
+             f"s = dsa.solve(dsa.read_csv({str(trace)!r})); "
+             "print(time.perf_counter() - t, s.stats['jit_s'])")
+    for _ in range(rounds):
+        with_dsa.append(_run(cli))
+        baseline.append(_run("pass"))
+        out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, check=True, capture_output=True,
+                             text=True).stdout.split()
+        inside.append(float(out[0]))
+        jit.append(float(out[1]))
+    benchmark.extra_info.update({
+        "kind": "first_plan", "n": 30,
+        "cli_s": statistics.median(with_dsa), "python_pass_s": statistics.median(baseline),
+        "difference_s": statistics.median(with_dsa) - statistics.median(baseline),
+        "import_and_first_solve_s": statistics.median(inside), "jit_s": max(jit),
     })
 
 

@@ -145,8 +145,22 @@ def _cmd_validate(args) -> int:
 
 def _cmd_strategies(args) -> int:
     import dsa
+    from dsa.strategies import strategy_info
 
-    print("\n".join(dsa.available_strategies()))
+    names = dsa.available_strategies()
+    if not args.verbose:
+        print("\n".join(names))
+        return EXIT_OK
+    for name in names:
+        info = strategy_info(name)
+        notes = [info.kind]
+        if info.time_limit:
+            notes.append("takes a time limit")
+        if info.max_n is not None:
+            notes.append(f"up to {info.max_n} buffers")
+        if not info.available:
+            notes.append(f"needs pip install 'dsa-planner[{info.extra}]'")
+        print(f"{name:<18} {info.summary} ({'; '.join(notes)})")
     return EXIT_OK
 
 
@@ -181,6 +195,7 @@ def _parser() -> argparse.ArgumentParser:
     v.set_defaults(func=_cmd_validate)
 
     st = sub.add_parser("strategies", help="list the strategies")
+    st.add_argument("-v", "--verbose", action="store_true", help="with kind, capabilities and a summary")
     st.set_defaults(func=_cmd_strategies)
     return p
 

@@ -106,6 +106,10 @@ def test_python_dash_m_entry_point(tmp_path):
     assert "peak=12" in proc.stdout
     proc = subprocess.run([sys.executable, "-m", "dsa", "strategies"], capture_output=True, text=True)
     assert proc.stdout.split() == dsa.available_strategies()
+    proc = subprocess.run([sys.executable, "-m", "dsa", "strategies", "-v"], capture_output=True, text=True)
+    lines = proc.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == dsa.available_strategies()
+    assert any(line.startswith("best") and "takes a time limit" in line for line in lines)
 
 
 class _nullcontext:

@@ -62,7 +62,7 @@ def _entry(name, kind, summary, **kw) -> tuple[str, StrategyInfo]:
 
 
 _REGISTRY: dict[str, StrategyInfo] = dict([
-    _entry("best", "portfolio", "every cheap member, then a time-limited improvement search",
+    _entry("best", "portfolio", "all constructive strategies, then canonical and local search in the time limit",
            time_limit=True),
     _entry("buchsbaum", "heuristic", "Buchsbaum et al. 2004 boxing, random restarts, compaction, greedy fallback"),
     _entry("bump", "baseline", "bump pointer reset when nothing is alive"),
