@@ -78,7 +78,7 @@ def test_the_improvement_phase_reaches_load_where_the_portfolio_does_not():
     assert portfolio.peak > dsa.load(p) and portfolio.status is dsa.Status.FEASIBLE
     assert sol.peak == dsa.load(p) and sol.status is dsa.Status.OPTIMAL
     assert sol.stats["improved"] == portfolio.peak - sol.peak > 0
-    assert sol.stats["portfolio_peak"] == portfolio.peak and sol.stats["search_nodes"] > 0
+    assert sol.stats["portfolio_peak"] == portfolio.peak and sol.stats["nodes"] > 0
 
 
 def test_time_limit_is_honoured_and_reported():

@@ -195,7 +195,7 @@ def _improve(problem, offsets, bound, budget, seed):
 
     out, info = _search.improve(problem, offsets, time_limit=budget.remaining(), seed=seed)
     proven = int(info["proven_lower_bound"])
-    stats = {"search_nodes": info["nodes"], "search_probes": len(info["probes"]),
+    stats = {"nodes": info["nodes"], "search_probes": len(info["probes"]),
              "search_s": info["time"]}
     if plan_peak(problem, out) > max(bound, proven) and not budget.exhausted:
         t0 = time.perf_counter()
@@ -234,12 +234,11 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
     Solution
         ``stats["member"]`` names the winning member of the portfolio and ``stats["peaks"]`` maps
         every member that ran to its peak; ``stats["portfolio_peak"]``, ``stats["improved"]`` (bytes
-        the improvement phase saved), ``stats["search_nodes"]``, ``stats["search_probes"]``,
-        ``stats["search_s"]``, and when the local search ran ``stats["local_iterations"]`` and
-        ``stats["local_s"]`` describe phase 2. A capacity the search proved infeasible raises
-        ``lower_bound`` above LOAD.
-        The status is ``LIMIT_REACHED`` when the time limit cut the improvement phase short of the
-        lower bound.
+        the improvement phase saved), ``stats["nodes"]`` (of the canonical search),
+        ``stats["search_probes"]``, ``stats["search_s"]``, and when the local search ran
+        ``stats["local_iterations"]`` and ``stats["local_s"]`` describe phase 2. A capacity the search
+        proved infeasible raises ``lower_bound`` above LOAD. The status is ``LIMIT_REACHED`` when the
+        time limit cut the improvement phase short of the lower bound.
     """
     if not isinstance(restarts, (int, np.integer)) or isinstance(restarts, bool) or restarts < 0:
         raise ValueError(f"restarts must be a non-negative int, got {restarts!r}")
