@@ -134,3 +134,13 @@ def test_restarts_are_seeded():
 def test_bad_restarts(bad):
     with pytest.raises(ValueError, match="restarts must be a non-negative int"):
         dsa.solve(TRAP, "best", restarts=bad)
+
+
+def test_the_time_limit_also_ends_the_portfolio():
+    # a million random restarts: never listed up front, and cut by the time limit
+    p = dsa.data.load("A.1048576").replace(capacity=None)
+    t0 = time.perf_counter()
+    sol = dsa.solve(p, "best", restarts=10**6, time_limit=0.2, improve=False)
+    assert time.perf_counter() - t0 < 0.2 + 0.5
+    assert sol.success and sol.status is dsa.Status.LIMIT_REACHED and sol.stats["portfolio_cut"]
+    assert 1 <= len(sol.stats["peaks"]) < 10**6

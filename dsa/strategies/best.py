@@ -22,6 +22,7 @@ members' own costs; phase 2 runs until the time limit, the lower bound or its ow
 """
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -109,17 +110,18 @@ def _is_greedy(member) -> bool:
     return isinstance(member, tuple) and not isinstance(member[1], dict)
 
 
-def _portfolio(problem, members, sweep, bound, restarts, seed, members_max_n=None):
-    """Phase 1: run every member in order, keep the lowest peak; stop at ``bound``.
+def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_max_n=None):
+    """Phase 1: run the members in order, keep the lowest peak; stop at ``bound``, or when the budget
+    is spent once a plan exists (``cut`` in the result says so).
 
     On large problems consecutive greedy members run a few at a time on a thread pool (the
     placement kernel releases the GIL); results are taken in member order, so the outcome does not
-    depend on the number of threads.
+    depend on the number of threads. Random restarts are drawn one by one, never listed up front.
     """
     rng = np.random.default_rng(seed)
-    members = list(members) + [("random", "best")] * int(restarts)
+    stream = itertools.chain(members, itertools.repeat(("random", "best"), int(restarts)))
     orders: dict = {}
-    state = {"best": None, "peak": None, "winner": None, "peaks": {}, "random": 0}
+    state = {"best": None, "peak": None, "winner": None, "peaks": {}, "random": 0, "cut": False}
 
     def prepare(member):
         order, fit = member
@@ -147,25 +149,27 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, members_max_n=Non
     workers = min(os.cpu_count() or 1, MAX_THREADS) if len(problem) >= PARALLEL_MIN_N else 1
     pool = ThreadPoolExecutor(workers) if workers > 1 else None
     try:
-        i, done = 0, False
-        while i < len(members) and not done:
-            if _is_greedy(members[i]):
+        member, done = next(stream, None), False
+        while member is not None and not done:
+            if state["best"] is not None and budget.exhausted:
+                state["cut"] = True
+                break
+            if _is_greedy(member):
                 wave = []
-                while i < len(members) and _is_greedy(members[i]) and len(wave) < workers:
-                    wave.append(prepare(members[i]))
-                    i += 1
+                while member is not None and _is_greedy(member) and len(wave) < workers:
+                    wave.append(prepare(member))
+                    member = next(stream, None)
                 results = pool.map(place, wave) if pool is not None else map(place, wave)
                 for job, offsets in zip(wave, results):
                     if record(job[0], offsets):
                         done = True
                         break
                 continue
-            member = members[i]
-            i += 1
+            current, member = member, next(stream, None)
             if members_max_n is not None and len(problem) > members_max_n:
                 continue
-            label = _member_label(member)
-            offsets = _run_member(problem, member, sweep, seed)
+            label = _member_label(current)
+            offsets = _run_member(problem, current, sweep, seed)
             if offsets is None or offsets.shape != (len(problem),):
                 state["peaks"][label] = None
                 continue
@@ -173,7 +177,7 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, members_max_n=Non
     finally:
         if pool is not None:
             pool.shutdown()
-    return state["best"], state["peak"], state["winner"], state["peaks"]
+    return state
 
 
 def _improve(problem, offsets, bound, budget, seed):
@@ -212,8 +216,9 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
     ----------
     problem : Problem
     time_limit : float, default 1.0
-        Seconds for the whole call. The portfolio always runs to the end (it is deterministic); the
-        improvement phase gets what remains.
+        Seconds for the whole call. The portfolio runs its members until the limit (at least one,
+        so that there is a plan; with the default members at most a few tenths of a second at 100k
+        buffers), and the improvement phase gets what remains.
     members : list, optional
         The portfolio: greedy members as ``"order/fit"`` strings (``"size/first"``), registered
         strategy names (``"gergov"``) and callables ``f(problem) -> Solution or offsets``. Default:
@@ -238,7 +243,8 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
         ``stats["search_probes"]``, ``stats["search_s"]``, and when the local search ran
         ``stats["local_iterations"]`` and ``stats["local_s"]`` describe phase 2. A capacity the search
         proved infeasible raises ``lower_bound`` above LOAD. The status is ``LIMIT_REACHED`` when the
-        time limit cut the improvement phase short of the lower bound.
+        time limit cut the portfolio (``stats["portfolio_cut"]``) or the improvement phase short of the
+        lower bound.
     """
     if not isinstance(restarts, (int, np.integer)) or isinstance(restarts, bool) or restarts < 0:
         raise ValueError(f"restarts must be a non-negative int, got {restarts!r}")
@@ -249,11 +255,15 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
     default_members = members is None
     members = _parse_members(members)
     t0 = time.perf_counter()
-    best, best_peak, winner, peaks = _portfolio(problem, members, sweep, bound, restarts, seed,
-                                                STRATEGY_MEMBERS_MAX_N if default_members else None)
-    stats = {"member": winner, "peaks": peaks, "portfolio_peak": best_peak,
+    phase1 = _portfolio(problem, members, sweep, bound, restarts, seed, budget,
+                        STRATEGY_MEMBERS_MAX_N if default_members else None)
+    best, best_peak = phase1["best"], phase1["peak"]
+    stats = {"member": phase1["winner"], "peaks": phase1["peaks"], "portfolio_peak": best_peak,
              "portfolio_s": time.perf_counter() - t0, "improved": 0}
     status, proven = Status.FEASIBLE, 0
+    if phase1["cut"]:
+        stats["portfolio_cut"] = True  # the time limit ended the portfolio before all members ran
+        status = Status.LIMIT_REACHED
     if improve and best is not None and best_peak > bound and not budget.exhausted:
         offsets, proven, info = _improve(problem, best, bound, budget, seed)
         peak = plan_peak(problem, offsets)
