@@ -25,6 +25,9 @@ class Status(str, enum.Enum):
     INFEASIBLE
         Proven: no plan fits the capacity (for instance LOAD exceeds it). ``offsets`` may still hold the
         strategy's plan, which then exceeds the capacity.
+    UNCHECKED
+        A plan returned with ``validate=False``: it was not checked, so it is not a success
+        (``success`` is False) until :func:`dsa.validate` accepts it.
     ERROR
         The strategy failed or its plan did not pass validation; see ``message``.
     """
@@ -34,6 +37,7 @@ class Status(str, enum.Enum):
     LIMIT_REACHED = "limit_reached"
     NO_FIT = "no_fit"
     INFEASIBLE = "infeasible"
+    UNCHECKED = "unchecked"
     ERROR = "error"
 
     def __str__(self) -> str:
@@ -55,7 +59,7 @@ class Solution:
     status : Status
         See :class:`Status`.
     success : bool
-        True when ``offsets`` hold a valid plan that fits the capacity.
+        True when ``offsets`` hold a plan that the validator accepted and that fits the capacity.
     message : str
         A sentence a person can read about the outcome.
     strategy : str
@@ -115,12 +119,13 @@ def plan_peak(problem, offsets) -> int | None:
 
 
 def finalize(problem, solution: Solution, lower_bound: int, *, error: str | None = None,
-             extra_stats: dict | None = None) -> Solution:
+             checked: bool = True, extra_stats: dict | None = None) -> Solution:
     """Translate a strategy's raw result into the final status, in one place.
 
     ``lower_bound`` is the front end's bound (LOAD and the fixed buffers); the final bound is the
     larger of it and the bound the strategy proved (``solution.lower_bound``). ``error`` is a
-    validation failure message (the plan is then reported as ERROR). ``stats["gap"]`` is
+    validation failure message (the plan is then reported as ERROR). ``checked=False`` (the plan was
+    not validated) turns what would be a success into ``UNCHECKED``. ``stats["gap"]`` is
     ``(peak - lower_bound) / peak``, the relative distance to optimal that remains unproven.
     """
     offsets = solution.offsets
@@ -156,6 +161,9 @@ def finalize(problem, solution: Solution, lower_bound: int, *, error: str | None
         message = f"feasible: peak {peak} is {peak / lower_bound:.4f} x the lower bound {lower_bound}" \
             if lower_bound else f"feasible: peak {peak}"
     success = offsets is not None and status in (Status.OPTIMAL, Status.FEASIBLE, Status.LIMIT_REACHED)
+    if success and not checked:
+        status, success = Status.UNCHECKED, False
+        message = "not validated (validate=False): check the plan with dsa.validate before using it"
     if peak is not None and status is not Status.ERROR:
         stats["gap"] = (peak - lower_bound) / peak if peak else 0.0
     return Solution(offsets=offsets, peak=peak, lower_bound=int(lower_bound), status=status,

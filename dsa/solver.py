@@ -54,8 +54,8 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
         Passed to randomised strategies; the same seed gives the same plan.
     validate : bool, default True
         Run :func:`dsa.validate` on the plan; a plan that fails is returned with status ERROR.
-        With ``validate=False`` the plan is returned unchecked: use it only for plans you check
-        yourself.
+        With ``validate=False`` the plan is returned with status UNCHECKED and ``success=False``:
+        only a validated plan counts as a success.
     **options
         Strategy options (such as ``order=`` and ``fit=`` for ``"greedy"``). Options the strategy does
         not take raise an :class:`UnknownOptionWarning` naming them and are ignored.
@@ -124,7 +124,9 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
         raw = make_solution(problem, None, strategy=name, status=Status.ERROR,
                             message="the strategy returned None instead of a Solution or offsets")
     elif not isinstance(raw, Solution):
-        raw = make_solution(problem, np.asarray(raw), strategy=name)
+        raw = _from_offsets(problem, raw, name)
+    elif raw.offsets is not None and np.shape(raw.offsets) != (len(problem),):
+        raw = _from_offsets(problem, raw.offsets, name)
     if not raw.strategy:
         raw = dataclasses.replace(raw, strategy=name)
 
@@ -137,5 +139,24 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
             check(problem, raw.offsets, check_capacity=False)
         except ValueError as exc:
             error = str(exc)
-    return finalize(problem, raw, bound, error=error,
+    return finalize(problem, raw, bound, error=error, checked=validate,
                     extra_stats={"time_s": elapsed, "jit_s": jit_seconds() - jit0})
+
+
+def _from_offsets(problem, raw, name: str) -> Solution:
+    """A strategy's bare offsets as a Solution; a wrong shape or non-integer values give ERROR.
+
+    These checks run whatever ``validate`` says: they decide whether there is a plan at all.
+    """
+    offsets = np.asarray(raw)
+    problem_rows = len(problem)
+    reason = None
+    if offsets.shape != (problem_rows,):
+        reason = f"the strategy returned offsets of shape {offsets.shape} for {problem_rows} rows"
+    elif offsets.dtype.kind not in "iu" and not (
+            offsets.dtype.kind == "f" and np.all(np.isfinite(offsets)) and np.all(offsets == np.floor(offsets))
+            and np.all(np.abs(offsets) < 2.0**63)):
+        reason = f"the strategy returned non-integer offsets (dtype {offsets.dtype})"
+    if reason is not None:
+        return make_solution(problem, None, strategy=name, status=Status.ERROR, message=reason)
+    return make_solution(problem, offsets, strategy=name)

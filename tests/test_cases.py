@@ -1,6 +1,7 @@
 """Tiny named cases for dsa.solve and the Solution contract."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import warnings
@@ -313,8 +314,32 @@ def test_callable_returning_overlapping_plan_is_an_error():
     assert sol.status is dsa.Status.ERROR and not sol.success
     assert "overlap" in sol.message
     unchecked = dsa.solve(problem, overlap, validate=False)
-    assert unchecked.status is not dsa.Status.ERROR
-    assert unchecked.offsets.tolist() == [0, 0]
+    assert unchecked.status is dsa.Status.UNCHECKED and not unchecked.success
+    assert unchecked.offsets.tolist() == [0, 0] and "not validated" in unchecked.message
+
+
+@pytest.mark.parametrize("strategy", dsa.available_strategies())
+def test_no_unvalidated_plan_is_a_success(strategy):
+    """validate=False: even a good plan comes back UNCHECKED, never success=True."""
+    sol = dsa.solve([(0, 2, 3), (1, 3, 3)], strategy, validate=False)
+    assert sol.status is dsa.Status.UNCHECKED and not sol.success
+    dsa.validate([(0, 2, 3), (1, 3, 3)], sol)  # and the user can check it
+
+
+@pytest.mark.parametrize("validate", [True, False])
+@pytest.mark.parametrize("bad, match", [
+    ([0], r"shape \(1,\) for 2 rows"),
+    ([0, 1, 2], r"shape \(3,\) for 2 rows"),
+    ([0.0, float("nan")], "non-integer"),
+    ([0.5, 3], "non-integer"),
+    ([True, False], "non-integer"),
+    (["0", "3"], "non-integer"),
+    ([[0, 3]], "shape"),
+])
+def test_malformed_offsets_from_a_strategy_are_an_error(validate, bad, match):
+    sol = dsa.solve([(0, 2, 3), (1, 3, 3)], lambda p: bad, validate=validate)
+    assert sol.status is dsa.Status.ERROR and not sol.success and sol.offsets is None
+    assert re.search(match, sol.message), sol.message
 
 
 def test_callable_returning_misaligned_plan_is_an_error():

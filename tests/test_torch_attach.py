@@ -320,6 +320,32 @@ def test_bad_arguments():
         attach(torch.nn.ReLU(), max_replans=-1)
     with pytest.raises(ValueError, match="unknown strategy"):
         attach(torch.nn.Linear(2, 2), strategy="nope")
+    with pytest.raises(ValueError, match="always validates"):
+        attach(torch.nn.Linear(2, 2), validate=False)
+
+
+def test_a_bad_plan_is_never_replayed():
+    """A strategy whose plan overlaps: the adapter validates it, warns and runs eagerly."""
+    def everything_at_zero(problem):
+        return [0] * len(problem)
+
+    net, x = torch.nn.Sequential(torch.nn.Linear(4, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4)).eval(), \
+        torch.randn(8, 4)
+    with torch.inference_mode():
+        expected = net(x)
+        m = attach(net, strategy=everything_at_zero)
+        with pytest.warns(PlanningWarning, match="failed validation"):
+            first = m(x)
+        later = m(x)
+    assert torch.equal(first, expected) and torch.equal(later, expected)
+    assert m.report()["bytes_from_slab"] == 0
+
+
+def test_strategies_with_a_time_limit_get_a_short_one_per_signature():
+    net = torch.nn.Linear(4, 4)
+    assert attach(net)._solve_options == {"time_limit": 0.2, "validate": True}
+    assert attach(net, time_limit=3.0)._solve_options["time_limit"] == 3.0
+    assert attach(net, strategy="greedy_by_size")._solve_options == {"validate": True}
 
 
 @pytest.mark.parametrize("capacity, reason", [(64, "smaller than the buffer"), (131072, "INFEASIBLE")])

@@ -130,6 +130,16 @@ class _Handles:
         self.entries.clear()
 
 
+# seconds of planning per input signature for strategies that search until a time limit
+DEFAULT_PLAN_TIME_LIMIT = 0.2
+
+
+def _takes_time_limit(strategy: str) -> bool:
+    from dsa.strategies import strategy_info
+
+    return strategy_info(strategy).time_limit
+
+
 class AttachedModule(torch.nn.Module):
     """A module whose forward passes are served from planned slabs; see :func:`attach`.
 
@@ -148,10 +158,15 @@ class AttachedModule(torch.nn.Module):
             from dsa.strategies import resolve_name
 
             resolve_name(strategy)  # an unknown name fails here, not at the first call
+        if solve_options.get("validate", True) is not True:
+            raise ValueError("attach() always validates its plans (a wrong offset would corrupt the model's "
+                             "outputs); do not pass validate=False")
         _native.lib()  # build and install now: a BuildError surfaces at attach time
         self.module = model
         self._strategy = strategy
-        self._solve_options = solve_options
+        if isinstance(strategy, str) and _takes_time_limit(strategy):
+            solve_options.setdefault("time_limit", DEFAULT_PLAN_TIME_LIMIT)
+        self._solve_options = {**solve_options, "validate": True}
         self._max_replans = max_replans
         self._lock = threading.Lock()
         self._handles = _Handles()
@@ -333,14 +348,16 @@ def attach(model, strategy="best", *, max_replans: int = 3, **solve_options) -> 
     model : torch.nn.Module
         The model; it is not copied (``detach()`` gives it back).
     strategy : str or callable
-        Any :func:`dsa.solve` strategy. The default, ``"best"``, runs greedy by size and eleven other
-        greedy members and keeps the lowest peak (it stops at LOAD); traces of a few hundred
-        allocations plan in milliseconds.
+        Any :func:`dsa.solve` strategy. The default, ``"best"``, runs a portfolio of greedy and
+        approximation strategies and keeps the lowest peak (it stops at LOAD), then searches for a
+        lower plan; traces of a few hundred allocations plan in milliseconds when a member reaches
+        LOAD. Strategies that take a time limit get ``time_limit=0.2`` seconds per signature unless
+        ``solve_options`` says otherwise.
     max_replans : int
         How many times a signature whose replay misses its plan is profiled again before it runs
         eagerly for good (with a :class:`PlanningWarning`).
     **solve_options
-        Passed to :func:`dsa.solve`.
+        Passed to :func:`dsa.solve`. Plans are always validated: ``validate=False`` is refused.
 
     Returns
     -------
@@ -351,6 +368,8 @@ def attach(model, strategy="best", *, max_replans: int = 3, **solve_options) -> 
     ------
     dsa.adapters.torch.BuildError
         If the native allocator cannot be built or installed; the model and torch are untouched.
+    ValueError
+        For an unknown strategy name, a bad ``max_replans`` or ``validate=False``.
 
     Examples
     --------
