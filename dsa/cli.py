@@ -120,11 +120,8 @@ def _cmd_validate(args) -> int:
     plan_problem, offsets = dsa.read_plan(args.plan)
     if len(plan_problem) != len(problem):
         raise ValueError(f"the plan has {len(plan_problem)} rows, the input {len(problem)}")
-    ids = [str(label) for label in problem.ids]
-    where = {str(label): k for k, label in enumerate(plan_problem.ids)}
-    if set(where) != set(ids):
-        raise ValueError("the plan's ids do not match the input's")
-    perm = np.array([where[label] for label in ids], dtype=np.int64)  # plan rows may come in another order
+    perm = _match_rows(problem.ids, plan_problem.ids)  # plan rows may come in another order
+    ids = list(problem.ids)
     for field in ("starts", "ends", "sizes"):
         differ = np.flatnonzero(getattr(plan_problem, field)[perm] != getattr(problem, field))
         if len(differ):
@@ -141,6 +138,26 @@ def _cmd_validate(args) -> int:
     load = dsa.lower_bound(problem)
     print(f"valid: peak {peak}, LOAD {load}, peak/LOAD {peak / load if load else 1.0:.4f}")
     return EXIT_OK
+
+
+def _match_rows(ids, plan_ids):
+    """For each input row, the plan row with the same id.
+
+    Ids match by value (``1`` and ``"1"`` are different ids). Only when the two files spell every id
+    differently (a CSV, whose ids are text, against a JSON file with numbers) are they matched by
+    their text, and then only if no two ids of either file share a text.
+    """
+    import numpy as np
+
+    where = {label: k for k, label in enumerate(plan_ids)}
+    if set(where) == set(ids):
+        return np.array([where[label] for label in ids], dtype=np.int64)
+    as_text = {str(label): k for k, label in enumerate(plan_ids)}
+    input_text = [str(label) for label in ids]
+    if (set(where) & set(ids)) or len(as_text) != len(plan_ids) or len(set(input_text)) != len(input_text) \
+            or set(as_text) != set(input_text):
+        raise ValueError("the plan's ids do not match the input's")
+    return np.array([as_text[label] for label in input_text], dtype=np.int64)
 
 
 def _cmd_strategies(args) -> int:

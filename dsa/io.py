@@ -9,12 +9,15 @@ columns plus ``offset``, so MiniMalloc and dsa read each other's files.
 from __future__ import annotations
 
 import csv
+import io
 import json
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from dsa.problem import FREE, Problem
+from dsa.problem import FREE, Problem, _as_int_column
 
 __all__ = ["read_csv", "write_csv", "read_plan", "read_json", "write_json", "read"]
 
@@ -42,6 +45,15 @@ def _number(text: str):
 def _read_table(path) -> tuple[Problem, np.ndarray | None]:
     """Parse a CSV file into a problem without fixed offsets, plus its ``offset`` column (or None)."""
     path = Path(path)
+    try:
+        return _parse_table(path)
+    except csv.Error as exc:  # e.g. a field larger than the csv module's limit, a NUL byte
+        raise ValueError(f"{path}: not a readable CSV file ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not a text file ({exc.reason} at byte {exc.start})") from None
+
+
+def _parse_table(path: Path) -> tuple[Problem, np.ndarray | None]:
     with open(path, newline="") as f:
         reader = csv.reader(f)
         try:
@@ -134,22 +146,26 @@ def read_plan(path) -> tuple[Problem, np.ndarray]:
         doc = _load_json(path)
         problem = _problem_from_doc(doc, path, fixed=False)
         plan = doc.get("solution") or {}
-        if "offsets" not in plan:
-            raise ValueError(f"{path}: no solution offsets in this file")
+        if not isinstance(plan, dict) or "offsets" not in plan:
+            raise ValueError(f"{path}: no solution offsets in this file (expected \"solution\": "
+                             "{\"offsets\": [...]})")
         offsets = plan["offsets"]
     else:
         problem, offsets = _read_table(path)
         if offsets is None:
             raise ValueError(f"{path}: no 'offset' column, so this file holds no plan")
+    if not isinstance(offsets, (list, np.ndarray)):
+        raise ValueError(f"{path}: the solution's offsets must be a list, got {type(offsets).__name__}")
+    if len(offsets) != len(problem):
+        raise ValueError(f"{path}: {len(offsets)} offsets for {len(problem)} buffers")
     if any(o is None for o in offsets):
         i = next(k for k, o in enumerate(offsets) if o is None)
         raise ValueError(f"{path}: row {i} has no offset")
     try:
-        arr = np.array([int(o) for o in offsets], dtype=np.int64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{path}: offsets must be integers") from None
-    if len(arr) != len(problem):
-        raise ValueError(f"{path}: {len(arr)} offsets for {len(problem)} buffers")
+        # the rules of problem files: integers only (no fractions, booleans or strings), |v| <= 2**62
+        arr = _as_int_column(np.array(list(offsets), dtype=object), "offset", len(problem), problem.ids)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
     return problem, arr
 
 
@@ -168,16 +184,41 @@ def write_csv(path, problem: Problem, solution=None) -> None:
         offsets = [None if o == FREE else int(o) for o in problem.fixed_offsets]
     if offsets is not None:
         header.append("offset")
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        for i in range(len(problem)):
-            row = [problem.ids[i], int(problem.starts[i]), int(problem.ends[i]), int(problem.sizes[i])]
-            if with_align:
-                row.append(int(problem.alignments[i]))
-            if offsets is not None:
-                row.append("" if offsets[i] is None else int(offsets[i]))
-            w.writerow(row)
+    text = io.StringIO()
+    w = csv.writer(text)
+    w.writerow(header)
+    for i in range(len(problem)):
+        row = [problem.ids[i], int(problem.starts[i]), int(problem.ends[i]), int(problem.sizes[i])]
+        if with_align:
+            row.append(int(problem.alignments[i]))
+        if offsets is not None:
+            row.append("" if offsets[i] is None else int(offsets[i]))
+        w.writerow(row)
+    _write_atomically(path, text.getvalue())
+
+
+def _write_atomically(path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path`` and rename it into place.
+
+    A failure (an unserialisable value before, a full disk during) leaves no partial file behind.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; give it a new file's mode
+        with os.fdopen(fd, "w", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _offsets_of(problem, solution):
@@ -206,8 +247,18 @@ def write_json(path, problem: Problem, solution=None) -> None:
         if hasattr(solution, "status"):
             plan["status"] = str(solution.status)
         doc["solution"] = plan
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
+    try:
+        text = json.dumps(doc, indent=1, default=_plain)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"cannot write {path} as JSON: {exc}") from None
+    _write_atomically(path, text)
+
+
+def _plain(value):
+    """numpy scalars (ids, say) as the Python numbers they hold; anything else is not JSON."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} {value!r} is not JSON serialisable")
 
 
 def _load_json(path: Path) -> dict:
@@ -216,6 +267,10 @@ def _load_json(path: Path) -> dict:
             doc = json.load(f)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not a text file ({exc.reason} at byte {exc.start})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("buffers"), list):
         raise ValueError(f"{path}: expected an object with a 'buffers' list")
     return doc

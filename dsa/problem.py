@@ -32,6 +32,12 @@ def _row(i: int, ids: Sequence | None) -> str:
 
 def _as_int_column(values: Any, name: str, n: int | None, ids, *, allow_free: bool = False) -> np.ndarray:
     """Convert one column to int64, rejecting NaN, infinities, fractions, bools and non-numbers."""
+    if np.ma.isMaskedArray(values):
+        masked = np.ma.getmaskarray(values)
+        if masked.any():
+            i = int(np.argmax(masked))
+            raise ValueError(f"{_row(i, ids)}: {name} is masked (a missing value); fill it or drop the row")
+        values = np.ma.getdata(values)
     arr = values if isinstance(values, np.ndarray) else np.asarray(values)
     if not isinstance(values, np.ndarray) and (
             arr.dtype.kind not in "iuf"
@@ -43,8 +49,11 @@ def _as_int_column(values: Any, name: str, n: int | None, ids, *, allow_free: bo
     if n is not None and len(arr) != n:
         raise ValueError(f"{name} has {len(arr)} entries but there are {n} buffers")
     if arr.dtype.kind in "iu":
-        if arr.dtype.kind == "u" and len(arr) and arr.max() > _MAX_VALUE:
-            i = int(np.argmax(arr))
+        # the one range rule of every input path: |value| <= 2**62 (the same check as for floats
+        # and Python ints below), so that sums of two values never wrap around int64
+        big = (arr > _MAX_VALUE) | ((arr < -_MAX_VALUE) if arr.dtype.kind == "i" else False)
+        if len(arr) and big.any():
+            i = int(np.argmax(big))
             raise ValueError(f"{_row(i, ids)}: {name} {int(arr[i])} is too large (limit 2**62)")
         return arr.astype(np.int64, copy=True)
     if arr.dtype.kind == "f":
@@ -115,6 +124,11 @@ def _check_inputs(starts, ends, sizes, ids=None, alignments=None, fixed_offsets=
         i = int(np.argmax(bad))
         raise ValueError(f"{_row(i, ids)}: end ({ends[i]}) must be greater than start ({starts[i]}); "
                          "lifetimes are half-open [start, end)")
+    # a lifetime may not span more than 2**62 either (ends - starts must not wrap around)
+    bad = (starts < 0) & (ends > _MAX_VALUE + starts)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"{_row(i, ids)}: lifetime [{starts[i]}, {ends[i]}) is longer than 2**62")
     bad = sizes < 0
     if bad.any():
         i = int(np.argmax(bad))
@@ -151,6 +165,10 @@ def _check_inputs(starts, ends, sizes, ids=None, alignments=None, fixed_offsets=
         if bad.any():
             i = int(np.argmax(bad))
             raise ValueError(f"{_row(i, ids)}: fixed offset must be >= 0, got {fixed[i]}")
+        bad = (fixed != FREE) & (fixed > _MAX_VALUE - sizes)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"{_row(i, ids)}: fixed buffer [{fixed[i]}, {fixed[i]} + {sizes[i]}) ends beyond 2**62")
         bad = (fixed != FREE) & (fixed % alignments != 0)
         if bad.any():
             i = int(np.argmax(bad))

@@ -251,3 +251,45 @@ def test_from_events_ok():
     assert p.alignments.tolist() == [2, 2, 2]
     assert dsa.lower_bound(p) == 10
     assert len(Problem.from_events([])) == 0
+
+
+# ---------------------------------------------------------------- one range rule for every input path
+@pytest.mark.parametrize("make", [
+    lambda v: [v],                                  # Python ints
+    lambda v: np.array([v], dtype=np.int64),        # numpy int64
+    lambda v: np.array([float(v)]),                 # floats
+    lambda v: [{"start": 0, "end": 1, "size": v}],  # records
+])
+def test_the_value_limit_is_the_same_on_every_path(make):
+    big = 2**62 + 2**40
+    with raises(r"row 0: size .* is too large \(limit 2\*\*62\)"):
+        col = make(big)
+        if isinstance(col[0], dict):
+            Problem.from_intervals(col)
+        else:
+            Problem([0], [1], col)
+    with raises(r"row 0: start .* is too large \(limit 2\*\*62\)"):
+        Problem(np.array([-big], dtype=np.int64), [1], [1])
+
+
+def test_the_limit_holds_in_csv_files_too(tmp_path):
+    path = tmp_path / "big.csv"
+    path.write_text(f"id,lower,upper,size\n0,0,1,{2**62 + 1}\n")
+    with raises(r"big.csv: row 0 \(id '0'\): size \d+ is too large"):
+        dsa.read_csv(path)
+
+
+def test_lifetimes_and_fixed_buffers_stay_within_the_limit():
+    with raises(r"row 0: lifetime \[-\d+, \d+\) is longer than 2\*\*62"):
+        Problem([-(2**62)], [2**62], [1])
+    assert len(Problem([-(2**61)], [2**61], [1])) == 1  # exactly 2**62 long is fine
+    with raises(r"row 0: fixed buffer \[\d+, \d+ \+ 8\) ends beyond 2\*\*62"):
+        Problem([0], [1], [8], fixed_offsets=[2**62 - 4])
+
+
+def test_masked_values_are_refused_not_read_through():
+    sizes = np.ma.array([4, -5], mask=[False, True])
+    with raises(r"row 1: size is masked"):
+        Problem([0, 0], [1, 1], sizes)
+    unmasked = Problem(np.ma.array([0, 1]), np.ma.array([2, 3]), np.ma.array([4, 5]))
+    assert unmasked.sizes.tolist() == [4, 5] and dsa.lower_bound(unmasked) == 9
