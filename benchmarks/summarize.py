@@ -29,6 +29,8 @@ TARGET_BEST_REAL = 1.01       # best on every real trace
 TARGET_PORTFOLIO_100K_S = 0.5  # best's portfolio phase at 100k buffers
 TARGET_ANY_100K_S = 10.0      # every strategy at 100k buffers
 TARGET_FIRST_PLAN_S = 0.4     # import dsa + the first plan of a 30-buffer trace, in a fresh process
+TARGET_DENSE_S = 2.0          # greedy_by_size on 20k buffers all alive at once ...
+TARGET_DENSE_BYTES = 300 << 20  # ... within this peak RSS
 
 
 def _fmt_s(x: float | None) -> str:
@@ -52,6 +54,7 @@ def summarize(report: dict, out=sys.stdout) -> dict:
     imports = None
     portfolio = None
     first_plan = None
+    dense = None
     for b in report.get("benchmarks", []):
         info = b.get("extra_info", {})
         kind = info.get("kind")
@@ -65,6 +68,8 @@ def summarize(report: dict, out=sys.stdout) -> dict:
             portfolio = info
         elif kind == "first_plan":
             first_plan = info
+        elif kind == "dense":
+            dense = info
 
     ratios: dict = defaultdict(lambda: defaultdict(list))   # strategy -> collection -> [ratio]
     maxima: dict = defaultdict(lambda: defaultdict(float))
@@ -154,6 +159,11 @@ def summarize(report: dict, out=sys.stdout) -> dict:
               f"heavy modules imported: {info.get('heavy_modules_imported') or 'none'}", file=out)
         figures["import_s"] = t
     _strategy_targets(solves, portfolio, first_plan, figures, out)
+    if dense:
+        t, rss = dense["solve_s"], dense["max_rss_bytes"]
+        print(f"  greedy_by_size on {dense['n']} buffers all alive at once: {_fmt_s(t)}, peak RSS "
+              f"{rss / 2**20:.0f} MiB (target < {TARGET_DENSE_S:g} s and < {TARGET_DENSE_BYTES >> 20} MiB: "
+              f"{_verdict(t < TARGET_DENSE_S and rss < TARGET_DENSE_BYTES)})", file=out)
     return figures
 
 

@@ -105,6 +105,36 @@ def test_best_portfolio_100k(benchmark, instances):
     })
 
 
+DENSE_N = 20_000
+_DENSE_PROBE = f"""
+import resource, time, numpy as np, dsa
+n = {DENSE_N}
+p = dsa.Problem(np.zeros(n, np.int64), np.full(n, 10, np.int64), np.random.default_rng(0).integers(1, 1000, n))
+dsa.solve(dsa.Problem(np.zeros(300, np.int64), np.ones(300, np.int64), np.ones(300, np.int64)))  # load kernels
+t = time.perf_counter()
+sol = dsa.solve(p, "greedy_by_size")
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, sol.ratio)
+"""
+
+
+def test_greedy_with_every_buffer_alive_at_once(benchmark):
+    """greedy_by_size on 20k buffers that all meet: time and peak RSS of a fresh process."""
+    benchmark.group = "dense"
+    runs = []
+
+    def probe():
+        out = subprocess.run([sys.executable, "-c", _DENSE_PROBE], cwd=ROOT, check=True, capture_output=True,
+                             text=True).stdout.split()
+        runs.append(out)
+
+    benchmark.pedantic(probe, rounds=3, iterations=1)
+    benchmark.extra_info.update({
+        "kind": "dense", "n": DENSE_N,
+        "solve_s": statistics.median(float(r[0]) for r in runs),
+        "max_rss_bytes": max(int(r[1]) for r in runs), "ratio": float(runs[-1][2]),
+    })
+
+
 def test_first_plan_in_a_fresh_process(benchmark, tmp_path):
     """``python -m dsa solve`` on a 30-buffer trace in a new interpreter, against ``python -c pass``.
 

@@ -8,6 +8,8 @@ on first use and kept, so a strategy pays only for what it reads. This is the sh
 Facts:
 
 * :attr:`Sweep.overlap`: the time-overlap graph as CSR adjacency (numba; O(n log n + E));
+* :attr:`Sweep.n_overlaps` and :attr:`Sweep.dense`: how many pairs of rows meet in time (O(n log n),
+  without building the graph), and whether so many do that the graph is not worth its memory;
 * :attr:`Sweep.times`, :attr:`Sweep.live`: sections (maximal time intervals with a constant live set)
   and the bytes alive in each, the live-bytes step function;
 * :attr:`Sweep.first_section`, :attr:`Sweep.last_section`: the sections each row spans;
@@ -21,6 +23,9 @@ from functools import cached_property
 import numpy as np
 
 __all__ = ["Sweep"]
+
+DENSE_SHARE = 16        # see Sweep.dense
+DENSE_PAIRS = 1 << 20   # (an overlap graph of this many pairs takes 8 MiB)
 
 
 class Sweep:
@@ -58,6 +63,28 @@ class Sweep:
         from dsa._kernels.sweep import overlap_csr
 
         return overlap_csr(self.problem.starts, self.problem.ends)
+
+    @cached_property
+    def n_overlaps(self) -> int:
+        """Number of pairs of rows whose lifetimes intersect (E), counted in O(n log n)."""
+        starts = np.sort(self.problem.starts)
+        # rows starting in [start_i, end_i) after row i in start order: each intersecting pair once
+        later = np.searchsorted(starts, np.sort(self.problem.ends), side="left")
+        # pairs = sum over rows of (rows started before my end) - (rows up to and including me)
+        return int(later.sum() - (len(starts) * (len(starts) + 1)) // 2)
+
+    @property
+    def dense(self) -> bool:
+        """True when more than ``DENSE_PAIRS`` pairs, and more than ``1/DENSE_SHARE`` of all pairs, of
+        rows meet in time.
+
+        The overlap graph would then take O(n^2) memory (tens of MB and up) for little gain:
+        placement scans a sorted list of the placed rows instead
+        (:func:`dsa.strategies.greedy.greedy_offsets`).
+        """
+        n = len(self.problem)
+        pairs = self.n_overlaps
+        return pairs > DENSE_PAIRS and pairs * DENSE_SHARE > n * n
 
     @cached_property
     def _sections(self):

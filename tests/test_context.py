@@ -251,3 +251,17 @@ def test_numpy_stand_ins_serve_only_the_first_small_calls():
                  "dsa.solve(small, validate=False)\n"
                  "print('dsa._kernels.greedy' in sys.modules)\n")
     assert out.split() == ["False", "True"]
+
+
+def test_densely_overlapping_problems_never_build_the_overlap_graph():
+    from dsa.strategies.greedy import greedy_offsets
+    from dsa.strategies._orders import by_size
+
+    n = 3000  # all alive at once: 4.5 million pairs, which the graph would store twice
+    p = dsa.Problem(np.zeros(n, dtype=np.int64), np.full(n, 5, dtype=np.int64), np.arange(1, n + 1))
+    sw = Sweep(p)
+    assert sw.dense and sw.n_overlaps == n * (n - 1) // 2
+    offsets = greedy_offsets(p, by_size(p), "first", sweep=sw)
+    assert "overlap" not in sw.__dict__
+    assert dsa.solution.plan_peak(p, offsets) == dsa.lower_bound(p)
+    assert not Sweep(dsa.generate.random_trace(3000, seed=0)).dense

@@ -249,6 +249,34 @@ def test_numpy_and_numba_engines_agree(problem, seed):
             assert np.array_equal(small, kernel), (order, fit)
 
 
+@given(problem=problems(), seed=st.integers(0, 1000))
+@settings(max_examples=60)
+def test_dense_and_graph_kernels_agree(problem, seed):
+    """Densely overlapping problems are placed without the overlap graph: the plans are identical."""
+    import dsa._kernels
+    from dsa.strategies import greedy
+    from dsa.strategies._orders import order_rows
+    from dsa.sweep import Sweep
+
+    for order in GREEDY_ORDERS:
+        rows = order_rows(problem, order, seed)
+        for fit in greedy.FITS:
+            with mock.patch.object(dsa._kernels, "FORCE", "kernel"):
+                graph = greedy.greedy_offsets(problem, rows, fit)
+                with mock.patch.object(Sweep, "dense", property(lambda self: True)):
+                    dense = greedy.greedy_offsets(problem, rows, fit)
+            assert np.array_equal(graph, dense), (order, fit)
+
+
+@given(problem=problems())
+def test_sweep_counts_the_overlapping_pairs(problem):
+    from dsa.sweep import Sweep
+
+    s, e = problem.starts.tolist(), problem.ends.tolist()
+    n = len(problem)
+    assert Sweep(problem).n_overlaps == sum(s[i] < e[j] and s[j] < e[i] for i in range(n) for j in range(i))
+
+
 @given(problem=problems())
 @settings(max_examples=50)
 def test_named_greedies_are_presets_of_the_engine(problem):

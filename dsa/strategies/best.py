@@ -166,8 +166,8 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
                         break
                 continue
             current, member = member, next(stream, None)
-            if members_max_n is not None and len(problem) > members_max_n:
-                continue
+            if members_max_n is not None and (len(problem) > members_max_n or sweep.dense):
+                continue  # large or densely overlapping: the default strategy members cost too much
             label = _member_label(current)
             offsets = _run_member(problem, current, sweep, seed)
             if offsets is None or offsets.shape != (len(problem),):
@@ -250,7 +250,8 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
         raise ValueError(f"restarts must be a non-negative int, got {restarts!r}")
     budget = Budget(time_limit)
     sweep = sweep or Sweep(problem)
-    sweep.overlap  # a portfolio runs many greedy passes: build the graph (and use the kernels) once
+    if not sweep.dense:
+        sweep.overlap  # a portfolio runs many greedy passes: build the graph (and use the kernels) once
     bound = lower_bound(problem, sweep=sweep)
     default_members = members is None
     members = _parse_members(members)

@@ -39,7 +39,9 @@ def greedy_offsets(problem, order, fit: str = "best", *, sweep=None) -> np.ndarr
     Rows missing from ``order`` that are not fixed are placed last, by index. ``sweep`` (a
     :class:`dsa.sweep.Sweep` of ``problem``) supplies the time-overlap graph; without one it is built.
     In a fresh process, the first problems of fewer than ``SMALL_N`` rows whose overlap graph is not
-    built yet are placed by a numpy loop instead of the numba kernel, with the same result.
+    built yet are placed by a numpy loop instead of the numba kernel, and problems whose rows mostly
+    meet in time (:attr:`dsa.sweep.Sweep.dense`) by a kernel that needs no overlap graph; all paths
+    give the same plan.
     """
     if fit not in FITS:
         raise ValueError(f"unknown fit {fit!r}; valid fits: {', '.join(FITS)}")
@@ -58,10 +60,16 @@ def greedy_offsets(problem, order, fit: str = "best", *, sweep=None) -> np.ndarr
         order = np.concatenate([order, np.flatnonzero(~seen & ~fixed)])
     if (sweep is None or "overlap" not in sweep.__dict__) and use_numpy("greedy", n, SMALL_N):
         return _place_small(problem, order, offsets, fit == "best")
-    from dsa._kernels.greedy import place
+    from dsa._kernels.greedy import place, place_dense
     from dsa.sweep import Sweep
 
-    indptr, indices = (sweep or Sweep(problem)).overlap
+    sweep = sweep or Sweep(problem)
+    if "overlap" not in sweep.__dict__ and sweep.dense:
+        # most pairs meet: the overlap graph would take O(n^2) memory for little gain
+        place_dense(order, problem.starts, problem.ends, problem.sizes, problem.alignments, offsets,
+                    fit == "best")
+        return offsets
+    indptr, indices = sweep.overlap
     place(order, problem.sizes, problem.alignments, offsets, indptr, indices, fit == "best")
     return offsets
 
