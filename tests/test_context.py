@@ -265,3 +265,20 @@ def test_densely_overlapping_problems_never_build_the_overlap_graph():
     assert "overlap" not in sw.__dict__
     assert dsa.solution.plan_peak(p, offsets) == dsa.lower_bound(p)
     assert not Sweep(dsa.generate.random_trace(3000, seed=0)).dense
+
+
+def test_numba_without_a_writable_cache_falls_back_to_a_temporary_one():
+    code = """
+import warnings
+from numba.core import caching
+for locator in (caching.InTreeCacheLocator, caching.UserWideCacheLocator):  # as on a read-only install
+    locator.from_function = classmethod(lambda cls, py_func, py_file: None)
+import numpy as np, numba
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from dsa._kernels.sweep import overlap_csr  # the first kernel module: numba is set up here
+    indptr, indices = overlap_csr(np.array([0, 1]), np.array([2, 3]))
+print(indices.tolist() == [1, 0], numba.config.CACHE_DIR.split("/")[-1].startswith("dsa-numba-cache-"),
+      any("cached in" in str(w.message) for w in caught))
+"""
+    assert _fresh(code).split() == ["True", "True", "True"]

@@ -48,6 +48,7 @@ def _load_numba():
                     _state["seconds"] += time.perf_counter() - self.t0
 
         event.register("numba:compiler_lock", _CompileTimer())
+        _ensure_cache_dir(numba)
         _state["numba"] = numba
         _state["seconds"] += time.perf_counter() - t0
     return numba
@@ -69,6 +70,31 @@ def use_numpy(kernel: str, n: int, limit: int) -> bool:
         return False
     _numpy_calls[kernel] = calls + 1
     return True
+
+
+def _cache_probe():
+    """A function in the kernels' folder: numba finds a cache place for it as for the kernels."""
+
+
+def _ensure_cache_dir(numba) -> None:
+    """Give numba a writable cache directory when it would find none (read-only install, no home).
+
+    numba caches compiled kernels beside their source or in the user's cache directory; when
+    neither is writable, ``cache=True`` fails at the first kernel. Then the kernels are cached in a
+    fresh temporary directory for this process, with a warning.
+    """
+    from numba.core.caching import FunctionCache
+
+    try:
+        FunctionCache(_cache_probe)
+    except RuntimeError:
+        import tempfile
+        import warnings
+
+        numba.config.CACHE_DIR = tempfile.mkdtemp(prefix="dsa-numba-cache-")
+        warnings.warn("numba cannot write its cache beside dsa or in the user cache directory; compiled "
+                      f"kernels are cached in {numba.config.CACHE_DIR} for this process only (set "
+                      "NUMBA_CACHE_DIR to a writable directory to keep them)", RuntimeWarning, stacklevel=3)
 
 
 def jit_seconds() -> float:
