@@ -40,6 +40,8 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -47,6 +49,7 @@
 namespace {
 
 constexpr int64_t kAlign = 64;  // c10's CPU alignment; kernels rely on it
+constexpr int kEscaped = 16;    // flag in dsa_replay_end's result
 
 c10::Allocator* g_prev = nullptr;         // the allocator installed before ours
 c10::DeleterFnPtr g_prev_delete = nullptr;
@@ -227,6 +230,42 @@ void slab_register(SlabMem* s) {
   }
 }
 
+int64_t page_size() {
+  static const int64_t page = [] {
+    const long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? static_cast<int64_t>(p) : int64_t{4096};
+  }();
+  return page;
+}
+
+// Gives the pages of [lo, hi) back to the system (rounded inwards to whole
+// pages); the range stays mapped and reads as zeros when touched again.
+void release_range(char* base, int64_t lo, int64_t hi) {
+  const int64_t page = page_size();
+  lo = (lo + page - 1) / page * page;
+  hi = hi / page * page;
+  if (hi > lo) madvise(base + lo, static_cast<size_t>(hi - lo), MADV_DONTNEED);
+}
+
+// Called with s->mu held: gives back every page of the region that no live
+// block touches (all of them when nothing is live).  A region pinned by a few
+// small tensors then costs about their pages, not the whole slab.
+void release_unused_pages(SlabMem* s) {
+  if (s->base == nullptr || s->plan == nullptr) return;
+  const Plan& plan = *s->plan;
+  std::vector<std::pair<int64_t, int64_t>> live;  // [offset, offset + size) of live blocks
+  for (int64_t k : s->live_at) {
+    if (k >= 0) live.emplace_back(plan.offset[k], plan.offset[k] + plan.size[k]);
+  }
+  std::sort(live.begin(), live.end());
+  int64_t at = 0;
+  for (const auto& [lo, hi] : live) {
+    if (lo > at) release_range(s->base, at, lo);
+    at = std::max(at, hi);
+  }
+  release_range(s->base, at, s->bytes);
+}
+
 // Called with s->mu held, when s is retired and holds nothing live.
 void slab_release_bytes(SlabMem* s) {
   if (s->slot >= 0) {
@@ -236,7 +275,7 @@ void slab_release_bytes(SlabMem* s) {
   // base and bytes keep their values: a concurrent find_slab that loaded this
   // record before the slot was cleared then reads constants, and no pointer
   // being freed can lie in the released range (its slot is cleared before the bytes are).
-  std::free(s->base);
+  munmap(s->base, static_cast<size_t>(s->bytes));
   s->state.clear();
   s->state.shrink_to_fit();
   s->live_at.clear();
@@ -248,12 +287,17 @@ SlabMem* slab_new(const std::shared_ptr<const Plan>& shared) {
   const Plan& plan = *shared;
   auto* s = new (std::nothrow) SlabMem();
   if (s == nullptr) return nullptr;
-  int64_t bytes = std::max<int64_t>(kAlign, (plan.slab_bytes + kAlign - 1) / kAlign * kAlign);
-  s->base = static_cast<char*>(std::aligned_alloc(kAlign, static_cast<size_t>(bytes)));
-  if (s->base == nullptr) {
+  // whole pages from mmap (page-aligned, so 64-byte aligned): unused pages
+  // can be given back with madvise while the region stays mapped
+  const int64_t page = page_size();
+  int64_t bytes = std::max<int64_t>(page, (plan.slab_bytes + page - 1) / page * page);
+  void* mem = mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
     delete s;
     return nullptr;
   }
+  s->base = static_cast<char*>(mem);
   std::memset(s->base, 0, static_cast<size_t>(bytes));  // fault the pages in now, not in a pass
   s->bytes = bytes;
   s->plan = shared;
@@ -261,7 +305,7 @@ SlabMem* slab_new(const std::shared_ptr<const Plan>& shared) {
   s->live_at.assign(plan.offsets.size(), -1);
   slab_register(s);
   if (s->slot < 0) {  // every slot taken: no slab
-    std::free(s->base);
+    munmap(s->base, static_cast<size_t>(bytes));
     delete s;
     return nullptr;
   }
@@ -324,13 +368,18 @@ struct Slab {
   bool active = false;
   bool doomed = false;
   Counters total{0, 0, 0, 0, 0, 0, -1, 0, 0};
+  std::vector<int64_t> escaped;  // slab blocks found alive after a pass, not yet read by Python
 };
 
 void retire(SlabMem* s) {
   if (s == nullptr) return;
   std::lock_guard<std::mutex> lock(s->mu);
   s->retired = true;
-  if (s->live == 0) slab_release_bytes(s);
+  if (s->live == 0) {
+    slab_release_bytes(s);
+  } else {
+    release_unused_pages(s);  // pinned by tensors that escaped: keep only their pages
+  }
 }
 
 
@@ -508,7 +557,7 @@ int replay_open(Slab* slab, void** session) {
 #pragma GCC visibility push(default)
 extern "C" {
 
-int dsa_abi_version() { return 3; }
+int dsa_abi_version() { return 4; }
 
 const char* dsa_last_error() { return g_error; }
 
@@ -696,6 +745,44 @@ void* dsa_replay_begin(void* handle) {
   return session;
 }
 
+// Copies up to cap escaped allocation indices (recorded by dsa_replay_end)
+// into out and forgets them; returns how many there were.  out may be null
+// (cap 0) to count them.
+int64_t dsa_slab_escaped(void* handle, int64_t* out, int64_t cap) {
+  auto* slab = static_cast<Slab*>(handle);
+  std::lock_guard<std::mutex> lock(slab->mu);
+  const int64_t n = static_cast<int64_t>(slab->escaped.size());
+  if (out != nullptr && cap > 0) {
+    std::copy_n(slab->escaped.begin(), std::min(n, cap), out);
+    slab->escaped.clear();
+  }
+  return n;
+}
+
+// Gives the memory of an idle slab's region back to the system: its pages
+// are released (the region stays mapped and faults in again at the next
+// pass), or, if tensors of an earlier pass still live in it, the region is
+// retired (freed when they die; only their pages stay).  Returns the bytes
+// given back; 0 when the slab is in a pass, freed, or holds no region.
+int64_t dsa_slab_trim(void* handle) {
+  auto* slab = static_cast<Slab*>(handle);
+  std::lock_guard<std::mutex> lock(slab->mu);
+  if (slab->active || slab->doomed || slab->mem == nullptr) return 0;
+  SlabMem* s = slab->mem;
+  const int64_t bytes = s->bytes;
+  bool pinned;
+  {
+    std::lock_guard<std::mutex> mem_lock(s->mu);
+    pinned = s->live != 0;
+    if (!pinned) release_unused_pages(s);
+  }
+  if (pinned) {
+    retire(s);
+    slab->mem = nullptr;
+  }
+  return bytes;
+}
+
 // The counters summed over the slab's passes.
 void dsa_slab_counters(void* handle, Counters* out) {
   auto* slab = static_cast<Slab*>(handle);
@@ -705,17 +792,35 @@ void dsa_slab_counters(void* handle, Counters* out) {
 
 // Closes the replay session of this thread and adds its counters to the
 // slab's.  Returns the fallback reason of the pass (0: it followed the plan),
-// or -1 when no session of this thread was given.
+// with kEscaped added when slab blocks outlived the pass (read them with
+// dsa_slab_escaped), or -1 when no session of this thread was given.
 int dsa_replay_end(void* session) {
   auto* r = static_cast<Replay*>(session);
   if (r == nullptr || t_replay != r) return -1;
   t_replay = nullptr;
   g_sessions.fetch_sub(1, std::memory_order_acq_rel);
-  const int reason = static_cast<int>(r->c.reason);
+  int reason = static_cast<int>(r->c.reason);
   Slab* slab = r->slab;
+  // Slab blocks still alive now escaped the pass (an output the profiled pass
+  // freed, e.g. on another branch): they pin this region, and Python learns
+  // their indices so that the next plan serves them from the default allocator.
+  std::vector<int64_t> escaped;
+  {
+    SlabMem* s = r->mem;
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (s->live > 0) {
+      for (int64_t k : s->live_at) {
+        if (k >= 0) escaped.push_back(k);
+      }
+    }
+  }
   bool doomed;
   {
     std::lock_guard<std::mutex> lock(slab->mu);
+    if (!escaped.empty()) {
+      reason |= kEscaped;
+      slab->escaped.insert(slab->escaped.end(), escaped.begin(), escaped.end());
+    }
     add_counters(slab->total, r->c);
     slab->active = false;
     doomed = slab->doomed;

@@ -32,7 +32,7 @@ print(json.dumps(result))
 
 
 def probe(tmp_path, **env):
-    full = dict(os.environ, DSA_CACHE_DIR=str(tmp_path / "cache"), **env)
+    full = {**os.environ, "DSA_CACHE_DIR": str(tmp_path / "cache"), **env}
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=full, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -98,3 +98,40 @@ def test_import_dsa_does_not_import_torch():
     code = "import sys, dsa; dsa.solve([(0, 1, 4)]); print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_unbalanced_quote_in_the_compiler_command_is_a_build_error(tmp_path):
+    result = probe(tmp_path, DSA_CXX='g++ "-O2')
+    assert result["eager_ok"] and "error" in result, result
+    assert "cannot parse the C++ compiler command" in result["error"]
+    assert "No closing quotation" in result["error"]
+
+
+def test_blank_compiler_command_is_a_build_error(monkeypatch):
+    from dsa.adapters.torch import BuildError, _build
+
+    monkeypatch.setenv("DSA_CXX", "   ")
+    with pytest.raises(BuildError, match="is empty"):
+        _build.library_path()
+
+
+def _unwritable_dir(tmp_path) -> Path:
+    """A directory this process cannot create files in (root ignores permission bits: use /proc)."""
+    if os.geteuid() == 0:
+        return Path("/proc/self")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    return ro
+
+
+def test_unwritable_cache_dir_is_a_build_error(tmp_path):
+    result = probe(tmp_path, DSA_CACHE_DIR=str(_unwritable_dir(tmp_path)))
+    assert result["eager_ok"] and "error" in result, result
+    assert "build cache" in result["error"] and "DSA_CACHE_DIR" in result["error"]
+
+
+def test_cache_dir_below_a_file_is_a_build_error(tmp_path):
+    (tmp_path / "file").write_text("")
+    result = probe(tmp_path, DSA_CACHE_DIR=str(tmp_path / "file" / "cache"))
+    assert result["eager_ok"] and "cannot create the build cache" in result["error"]

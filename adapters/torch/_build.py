@@ -71,10 +71,29 @@ def _torch_paths():
     return torch, root / "include", root / "lib"
 
 
+def _split(compiler: str) -> list[str]:
+    """The compiler command as arguments (shell quoting rules).
+
+    Raises
+    ------
+    BuildError
+        If the string cannot be parsed (an unbalanced quote) or names no program.
+    """
+    try:
+        words = shlex.split(compiler)
+    except ValueError as exc:
+        raise BuildError(f"cannot parse the C++ compiler command {compiler!r} (from $DSA_CXX or $CXX): {exc}; "
+                         "fix its quoting or point DSA_CXX at a compiler") from None
+    if not words:
+        raise BuildError(f"the C++ compiler command {compiler!r} (from $DSA_CXX or $CXX) is empty; "
+                         f"{_INSTALL_HINT}")
+    return words
+
+
 def _command(compiler: str, source: Path, output: Path) -> list[str]:
     torch, include, lib = _torch_paths()
     abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
-    return [*shlex.split(compiler), "-std=c++20", "-O2", "-fPIC", "-shared", "-fvisibility=hidden",
+    return [*_split(compiler), "-std=c++20", "-O2", "-fPIC", "-shared", "-fvisibility=hidden",
             f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-I", str(include), "-o", str(output), str(source),
             "-L", str(lib), "-lc10", "-ltorch_cpu", f"-Wl,-rpath,{lib}"]
 
@@ -113,18 +132,39 @@ def library_path(*, rebuild: bool = False) -> tuple[Path, float | None]:
     Raises
     ------
     BuildError
-        If no compiler is found or compilation fails; the message carries the compiler's output.
+        If no compiler is found, the compiler command cannot be parsed, the cache directory is
+        not writable, or compilation fails; the message says which (with the compiler's output).
     """
     compiler = find_compiler()
+    _split(compiler)  # a malformed command is a BuildError before anything else
     directory = cache_dir()
     path = directory / f"libdsa_alloc-{_key(compiler)}.so"
-    if path.exists() and not rebuild:
-        return path, None
     try:
+        if path.is_file() and not rebuild:
+            return path, None
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise BuildError(f"cannot create the build cache {directory}: {exc}; set DSA_CACHE_DIR to a "
                          "writable directory") from None
+    # the file the library is staged in, made first: an unwritable cache fails before compiling
+    try:
+        fd, partial = tempfile.mkstemp(dir=directory, prefix=".partial-", suffix=".so")
+        os.close(fd)
+    except OSError as exc:
+        raise BuildError(f"cannot write into the build cache {directory}: {exc}; set DSA_CACHE_DIR to a "
+                         "writable directory") from None
+    try:
+        return path, _build(compiler, path, Path(partial))
+    except OSError as exc:  # e.g. no writable temporary directory
+        raise BuildError(f"building the dsa allocator failed: {exc}") from None
+    finally:
+        Path(partial).unlink(missing_ok=True)
+
+
+def _build(compiler: str, path: Path, partial: Path) -> float:
+    """Compile into a temporary directory, then move the library to ``path`` through ``partial``
+    (in the cache directory); return the seconds it took."""
+    directory = path.parent
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dsa-build-") as tmp:
         source = Path(tmp) / SOURCE
@@ -141,8 +181,10 @@ def library_path(*, rebuild: bool = False) -> tuple[Path, float | None]:
             raise BuildError(f"building the dsa allocator failed (exit {done.returncode}); {_INSTALL_HINT}.\n"
                              f"command: {shlex.join(cmd)}\n{tail}")
         # move into place atomically: concurrent processes may build the same key
-        fd, partial = tempfile.mkstemp(dir=directory, prefix=".partial-", suffix=".so")
-        os.close(fd)
-        shutil.copyfile(staged, partial)
-        os.replace(partial, path)
-    return path, time.perf_counter() - t0
+        try:
+            shutil.copyfile(staged, partial)
+            os.replace(partial, path)
+        except OSError as exc:
+            raise BuildError(f"cannot write the built library into the build cache {directory}: {exc}; "
+                             "set DSA_CACHE_DIR to a writable directory") from None
+    return time.perf_counter() - t0

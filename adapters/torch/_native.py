@@ -9,7 +9,7 @@ import numpy as np
 
 from ._build import BuildError, library_path
 
-_ABI_VERSION = 3
+_ABI_VERSION = 4
 _p = ctypes.c_void_p
 _i64 = ctypes.c_int64
 _i32 = ctypes.c_int32
@@ -32,6 +32,8 @@ _SIGNATURES = {
     "dsa_slab_new": ([_p], _p),
     "dsa_slab_free": ([_p], None),
     "dsa_slab_counters": ([_p, _p], None),
+    "dsa_slab_escaped": ([_p, _p, _i64], _i64),
+    "dsa_slab_trim": ([_p], _i64),
     "dsa_replay_begin": ([_p], _p),
     "dsa_replay_end": ([_p], ctypes.c_int),
 }
@@ -48,6 +50,14 @@ class Counters(ctypes.Structure):
         "fallback_at", "reason", "replays")]
 
 
+def slab_escaped(slab) -> np.ndarray:
+    """The allocation indices of slab blocks found alive after a pass (each reported once)."""
+    n = lib().dsa_slab_escaped(slab, None, 0)
+    out = np.empty(max(n, 1), np.int64)
+    n = lib().dsa_slab_escaped(slab, out.ctypes.data, len(out))
+    return out[:n]
+
+
 def slab_counters(slab) -> Counters:
     """The counters summed over the replay passes of a native slab."""
     c = Counters()
@@ -55,6 +65,8 @@ def slab_counters(slab) -> Counters:
     return c
 
 
+ESCAPED = 16  # flag in dsa_replay_end's result: slab blocks outlived the pass
+REASON_MASK = 15
 REASONS = {0: None, 1: "size mismatch", 2: "a planned block outlived its planned lifetime",
            3: "more allocations than planned"}
 

@@ -13,16 +13,24 @@ served at ``slab + offset[k]``. Safety rules, enforced in the native allocator:
 * blocks still alive at the end of the profiled pass (outputs, caches, tensors saved for
   backward) are never served from the slab;
 * a slab region that still holds live tensors after a pass is never reused: the next pass takes
-  a fresh region, and the old one is freed when its last tensor dies;
+  a fresh region, and the old one gives back every page those tensors do not touch and is freed
+  when its last tensor dies;
+* slab blocks alive after a replayed pass (an output picked by a data-dependent branch) are
+  learned: the signature is planned again, from the same trace, with them left to the default
+  allocator (this counts as a replan);
 * each thread that runs the model has its own slab; a nested call on a thread that is already
   replaying runs eagerly;
 * an exception inside forward closes the pass normally.
+
+The plan cache is bounded (``max_signatures``, ``max_slab_bytes``; least recently used first), and
+signatures that never repeat stop being planned at their first call (see :func:`attach`).
 """
 from __future__ import annotations
 
 import threading
 import warnings
 import weakref
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,6 +54,8 @@ def _leaf_key(leaf):
         if not leaf.is_cpu or leaf.layout is not _strided:
             return None
         return (leaf.shape, leaf.stride(), leaf.dtype, leaf.requires_grad)
+    if isinstance(leaf, float) and leaf != leaf:
+        return ("float", "nan")  # NaN != NaN: key it by name so that it repeats
     if leaf is None or isinstance(leaf, (bool, int, float, complex, str, bytes, torch.dtype)):
         return (type(leaf).__name__, leaf)
     return ("object", type(leaf).__qualname__, id(leaf))  # conservative: one plan per object
@@ -69,8 +79,8 @@ _strided = torch.strided
 
 def signature(module, args, kwargs):
     """The hashable key a call is planned under, or None if it cannot be planned (non-CPU tensors,
-    sparse layouts)."""
-    parts = [module.training, torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
+    sparse layouts). ``module`` gives its ``training`` flag (None for a plain callable)."""
+    parts = [getattr(module, "training", None), torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
              torch.get_num_threads()]
     if not kwargs:  # fast path (it runs on every call): positional plain tensors
         for a in args:
@@ -87,7 +97,7 @@ def signature(module, args, kwargs):
     return tuple(parts)
 
 
-@dataclass
+@dataclass(eq=False)
 class _Entry:
     """One input signature: its trace, plan and per-thread slabs."""
 
@@ -98,6 +108,12 @@ class _Entry:
     slabs: dict = field(default_factory=dict)  # thread ident -> native slab handle
     replans: int = 0
     stale: bool = False  # a replay missed: profile again on the next call
+    calls: int = 1  # calls with this signature since it was planned
+    escaped: frozenset = frozenset()  # allocation indices learned to escape a pass
+
+    @property
+    def slab_bytes(self) -> int:
+        return int(self.solution.peak) if self.plan is not None else 0
 
 
 def _slab_counters(slab) -> dict:
@@ -106,18 +122,24 @@ def _slab_counters(slab) -> dict:
 
 
 class _Handles:
-    """Native plan and slab handles to release (also from a weakref finalizer), and the counters of
-    slabs already released."""
+    """Native plan and slab handles to release (also from a weakref finalizer), the counters of
+    slabs already released, and the least-recently-used orders of signatures and resident slabs."""
 
     def __init__(self):
-        self.entries: dict = {}
+        self.entries: OrderedDict = OrderedDict()  # signature -> _Entry, least recently used first
+        self.resident: OrderedDict = OrderedDict()  # slab handle -> bytes, least recently used first
+        self.resident_bytes = 0
         self.released = dict.fromkeys(_NATIVE_COUNTERS, 0)
+
+    def forget_slab(self, slab) -> None:
+        self.resident_bytes -= self.resident.pop(slab, 0)
 
     def release_entry(self, entry: _Entry) -> None:
         lib = _native.lib()
         for slab in entry.slabs.values():
             for key, value in _slab_counters(slab).items():
                 self.released[key] += value
+            self.forget_slab(slab)
             lib.dsa_slab_free(slab)  # deferred by the library while a pass is using it
         entry.slabs.clear()
         if entry.plan is not None:
@@ -132,6 +154,11 @@ class _Handles:
 
 # seconds of planning per input signature for strategies that search until a time limit
 DEFAULT_PLAN_TIME_LIMIT = 0.2
+# default bounds of the plan cache
+DEFAULT_MAX_SIGNATURES = 64
+DEFAULT_MAX_SLAB_BYTES = 64 * 2**20
+# this many signatures planned at their first call in a row, none called again: plan at the 2nd call
+_CHURN_WINDOW = 8
 
 
 def _takes_time_limit(strategy: str) -> bool:
@@ -140,20 +167,40 @@ def _takes_time_limit(strategy: str) -> bool:
     return strategy_info(strategy).time_limit
 
 
+def _check_limit(name, value, low):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
+        raise ValueError(f"{name} must be None or an int >= {low}, got {value!r}")
+
+
+def _trace_with_escapes(trace: Trace, escaped) -> Trace:
+    """``trace`` with the blocks ``escaped`` marked as alive at the end of the pass."""
+    index = np.fromiter((i for i in escaped if 0 <= i < len(trace)), np.int64)
+    if not len(index):
+        return trace
+    ends = trace.ends.copy()
+    ends[index] = -1
+    return Trace(trace.sizes, trace.starts, ends, trace.threads, trace.stacks, trace.clock)
+
+
 class AttachedModule(torch.nn.Module):
     """A module whose forward passes are served from planned slabs; see :func:`attach`.
 
     The wrapped model is the submodule ``module``; parameters, buffers, ``train()``/``eval()`` and
-    ``to()`` reach it as usual.
+    ``to()`` reach it as usual (for a plain callable, ``module`` is the callable itself).
     """
 
-    def __init__(self, model: torch.nn.Module, strategy="best", *, max_replans: int = 3,
-                 **solve_options):
+    def __init__(self, model, strategy="best", *, max_replans: int = 3,
+                 max_signatures: int | None = DEFAULT_MAX_SIGNATURES,
+                 max_slab_bytes: int | None = DEFAULT_MAX_SLAB_BYTES, **solve_options):
         super().__init__()
         if not callable(model):
             raise TypeError(f"attach() needs a torch.nn.Module or callable, got {type(model).__name__}")
-        if not isinstance(max_replans, int) or max_replans < 0:
+        if isinstance(model, AttachedModule):
+            raise TypeError("this model is already attached; attach the plain model (see detach())")
+        if isinstance(max_replans, bool) or not isinstance(max_replans, int) or max_replans < 0:
             raise ValueError(f"max_replans must be a non-negative int, got {max_replans!r}")
+        _check_limit("max_signatures", max_signatures, 1)
+        _check_limit("max_slab_bytes", max_slab_bytes, 0)
         if isinstance(strategy, str):
             from dsa.strategies import resolve_name
 
@@ -163,64 +210,123 @@ class AttachedModule(torch.nn.Module):
                              "outputs); do not pass validate=False")
         _native.lib()  # build and install now: a BuildError surfaces at attach time
         self.module = model
+        # whose train()/eval() state is part of the signature: the module, or a bound method's owner
+        owner = model if isinstance(model, torch.nn.Module) else getattr(model, "__self__", None)
+        # kept out of nn.Module's registry: the model is registered once, as ``module``
+        self.__dict__["_owner"] = owner if isinstance(owner, torch.nn.Module) else None
         self._strategy = strategy
         if isinstance(strategy, str) and _takes_time_limit(strategy):
             solve_options.setdefault("time_limit", DEFAULT_PLAN_TIME_LIMIT)
         self._solve_options = {**solve_options, "validate": True}
         self._max_replans = max_replans
+        self._max_signatures = max_signatures
+        self._max_slab_bytes = max_slab_bytes
         self._lock = threading.Lock()
         self._handles = _Handles()
         self._finalizer = weakref.finalize(self, self._handles.release)
-        self._stats = {"profiles": 0, "eager_calls": 0}
+        self._stats = {"profiles": 0, "eager_calls": 0, "evictions": 0, "slab_trims": 0,
+                       "deferred_calls": 0, "escaped_blocks": 0}
         self._detached = False
+        self._mru_slab = None  # the slab of the latest replay: its bookkeeping is skipped
+        self._fresh = deque(maxlen=_CHURN_WINDOW)  # entries planned at their signature's first call
+        self._deferring = False  # signatures do not repeat: plan a signature at its second call
+        self._seen: OrderedDict = OrderedDict()  # hashes of signatures seen once, not planned
+        self._seen_limit = 4 * (max_signatures or DEFAULT_MAX_SIGNATURES)
 
     # ------------------------------------------------------------------ calls
     def forward(self, *args, **kwargs):
         if self._detached:
             return self.module(*args, **kwargs)
-        key = signature(self.module, args, kwargs)
+        key = signature(self._owner, args, kwargs)
         entry = self._handles.entries.get(key)  # a dict lookup is atomic; writers hold the lock
         if entry is not None and entry.plan is not None and not entry.stale:
-            return self._replay(entry, args, kwargs)
+            return self._replay(key, entry, args, kwargs)
         if key is None or _native.lib().dsa_thread_busy():
             self._count("eager_calls")
             return self.module(*args, **kwargs)
-        if entry is None or entry.stale:
+        if entry is None:
+            if not self._admit(key):  # seen for the first time while signatures do not repeat
+                return self.module(*args, **kwargs)
+            return self._profile_and_plan(key, args, kwargs, None)
+        if entry.stale:
             return self._profile_and_plan(key, args, kwargs, entry)
-        self._count("eager_calls")  # planning failed or kept missing: eager for good
+        with self._lock:  # planning failed or kept missing: eager for good
+            self._stats["eager_calls"] += 1
+            entry.calls += 1
+            if self._handles.entries.get(key) is entry:
+                self._handles.entries.move_to_end(key)
         return self.module(*args, **kwargs)
 
     def _count(self, name, value=1):
         with self._lock:
             self._stats[name] += value
 
+    def _admit(self, key) -> bool:
+        """Whether a signature with no entry is profiled now (else this call runs eagerly).
+
+        Signatures are planned at their first call until ``_CHURN_WINDOW`` of them in a row were
+        planned and never called again; from then on (for the wrapper's life) a signature is
+        planned at its second call, and the first runs eagerly.
+        """
+        with self._lock:
+            if not self._deferring:
+                fresh = self._fresh
+                if len(fresh) < fresh.maxlen or any(e.calls > 1 for e in fresh):
+                    return True
+                self._deferring = True
+                fresh.clear()
+            h = hash(key)
+            if h in self._seen:
+                del self._seen[h]
+                return True
+            self._seen[h] = None
+            if len(self._seen) > self._seen_limit:
+                self._seen.popitem(last=False)
+            self._stats["deferred_calls"] += 1
+            self._stats["eager_calls"] += 1
+            return False
+
     def _profile_and_plan(self, key, args, kwargs, old: _Entry | None):
         output, trace = _call_profiled(self.module, args, kwargs)
-        entry = self._plan(trace)
+        escaped = old.escaped if old is not None and len(old.trace) == len(trace) else frozenset()
+        entry = self._plan(trace, escaped)
         if old is not None:
             entry.replans = old.replans + 1
         with self._lock:
             self._stats["profiles"] += 1
-            current = self._handles.entries.get(key)
-            self._handles.entries[key] = entry
-            if current is not None:
-                self._handles.release_entry(current)
+            self._install(key, entry)
+            if old is None and not self._deferring:
+                self._fresh.append(entry)
         return output
 
-    def _plan(self, trace: Trace) -> _Entry:
+    def _install(self, key, entry: _Entry) -> None:
+        """Put ``entry`` in the cache under ``key`` (lock held), evicting the least recently used
+        signatures beyond ``max_signatures``."""
+        entries = self._handles.entries
+        current = entries.pop(key, None)
+        entries[key] = entry
+        if current is not None and current is not entry:
+            self._handles.release_entry(current)
+        while self._max_signatures is not None and len(entries) > self._max_signatures:
+            _, victim = entries.popitem(last=False)
+            self._handles.release_entry(victim)
+            self._stats["evictions"] += 1
+
+    def _plan(self, trace: Trace, escaped=frozenset()) -> _Entry:
         from dsa.solver import solve
 
+        trace = _trace_with_escapes(trace, escaped)
         problem = trace.to_problem()
         try:
             solution = solve(problem, strategy=self._strategy, **self._solve_options)
         except ValueError as exc:  # e.g. a capacity below the largest buffer
             warnings.warn(f"dsa could not plan this signature ({exc}); it runs eagerly", PlanningWarning,
                           stacklevel=4)
-            return _Entry(trace, problem, None, None)
+            return _Entry(trace, problem, None, None, escaped=frozenset(escaped))
         if not solution.success:
             warnings.warn(f"dsa could not plan this signature ({solution.status.name}: {solution.message}); "
                           "it runs eagerly", PlanningWarning, stacklevel=4)
-            return _Entry(trace, problem, solution, None)
+            return _Entry(trace, problem, solution, None, escaped=frozenset(escaped))
         offsets = np.full(len(trace), -1, np.int64)
         offsets[np.asarray(problem.ids, np.int64)] = solution.offsets
         sizes = np.ascontiguousarray(trace.sizes, np.int64)
@@ -229,7 +335,7 @@ class AttachedModule(torch.nn.Module):
                                             deadlines.ctypes.data, int(solution.peak))
         if not handle:
             raise MemoryError("dsa_plan_new failed: " + _native.lib().dsa_last_error().decode())
-        return _Entry(trace, problem, solution, handle)
+        return _Entry(trace, problem, solution, handle, escaped=frozenset(escaped))
 
     def _slab(self, entry: _Entry):
         ident = threading.get_ident()
@@ -242,31 +348,83 @@ class AttachedModule(torch.nn.Module):
                 entry.slabs[ident] = slab
         return slab
 
-    def _replay(self, entry: _Entry, args, kwargs):
+    def _touch(self, key, entry: _Entry, slab) -> None:
+        """Mark ``entry`` and ``slab`` most recently used; give back the memory of the least recently
+        used idle slabs beyond ``max_slab_bytes`` (never this one's)."""
+        lib = _native.lib()
+        with self._lock:
+            entries = self._handles.entries
+            if entries.get(key) is entry:
+                entries.move_to_end(key)
+            elif entry.plan is None:  # evicted or replanned meanwhile
+                return
+            handles = self._handles
+            if slab in handles.resident:
+                handles.resident.move_to_end(slab)
+            else:
+                handles.resident[slab] = entry.slab_bytes
+                handles.resident_bytes += entry.slab_bytes
+            limit = self._max_slab_bytes
+            while limit is not None and handles.resident_bytes > limit and len(handles.resident) > 1:
+                victim = next(iter(handles.resident))
+                handles.forget_slab(victim)
+                if lib.dsa_slab_trim(victim):
+                    self._stats["slab_trims"] += 1
+            self._mru_slab = slab
+
+    def _replay(self, key, entry: _Entry, args, kwargs):
         # the hot path: two ctypes calls around the forward; the counters stay in the library
         lib = _native.lib()
         slab = entry.slabs.get(threading.get_ident()) or self._slab(entry)
+        if slab is not None and slab != self._mru_slab:
+            self._touch(key, entry, slab)
         session = lib.dsa_replay_begin(slab) if slab is not None else None
         if not session:  # nested in another session, or no memory for a region
             self._count("eager_calls")
             return self.module(*args, **kwargs)
+        entry.calls += 1
         try:
             return self.module(*args, **kwargs)
         finally:
-            reason = lib.dsa_replay_end(session)
-            if reason > 0:
-                self._fell_back(entry, slab, reason)
+            result = lib.dsa_replay_end(session)
+            if result > 0:
+                self._after_pass(key, entry, slab, result)
 
-    def _fell_back(self, entry: _Entry, slab, reason: int) -> None:
-        fallback_at = _native.slab_counters(slab).fallback_at
+    def _after_pass(self, key, entry: _Entry, slab, result: int) -> None:
+        """A replay fell back, or slab blocks outlived it: learn, and replan or give up."""
+        reason = result & _native.REASON_MASK
+        escaped = entry.escaped
+        if result & _native.ESCAPED:
+            found = _native.slab_escaped(slab)
+            self._count("escaped_blocks", len(found))
+            escaped = escaped | frozenset(found.tolist())
+        if reason:
+            fallback_at = _native.slab_counters(slab).fallback_at
+            what = f"{_native.REASONS[reason]} at allocation {fallback_at}"
+        else:
+            what = "a slab block outlived the pass"
         with self._lock:
-            if entry.replans < self._max_replans:
-                entry.stale = True
-            elif entry.plan is not None:
-                warnings.warn(f"the plan for this signature missed {entry.replans + 1} times "
-                              f"({_native.REASONS[reason]} at allocation {fallback_at}); "
+            if entry.plan is None or self._handles.entries.get(key) is not entry:
+                return  # already replanned, evicted or given up
+            entry.escaped = escaped
+            if entry.replans >= self._max_replans:
+                warnings.warn(f"the plan for this signature missed {entry.replans + 1} times ({what}); "
                               "it now runs eagerly", PlanningWarning, stacklevel=5)
                 self._handles.release_entry(entry)
+                return
+            if reason:
+                entry.stale = True  # profile again at the next call (the learned escapes carry over)
+                return
+        # blocks that the plan serves from the slab escaped (e.g. an output picked by a branch):
+        # plan again from the same trace with them left to the default allocator
+        new = self._plan(entry.trace, escaped)
+        new.replans = entry.replans + 1
+        new.calls = entry.calls
+        with self._lock:
+            if self._handles.entries.get(key) is entry:
+                self._install(key, new)
+            else:
+                self._handles.release_entry(new)
 
     # ------------------------------------------------------------------ public
     def plan(self, *args, **kwargs):
@@ -274,7 +432,7 @@ class AttachedModule(torch.nn.Module):
 
         If the signature has not been planned yet, this runs one profiled forward first.
         """
-        key = signature(self.module, args, kwargs)
+        key = signature(self._owner, args, kwargs)
         if key is None:
             raise ValueError("these inputs cannot be planned (only strided CPU tensors are)")
         with self._lock:
@@ -291,20 +449,27 @@ class AttachedModule(torch.nn.Module):
         Returns
         -------
         dict
-            ``signatures`` (planned input signatures), ``planned_allocations`` (slab-served blocks
-            over all plans), ``slab_bytes`` and ``lower_bound_bytes`` (sum over plans of the plan's
-            peak and of its LOAD; each thread holds one slab per plan), ``bytes_from_slab`` and
+            ``signatures`` (input signatures in the plan cache, planned or eager; at most
+            ``max_signatures``), ``planned_allocations`` (slab-served blocks over all plans),
+            ``slab_bytes`` and ``lower_bound_bytes`` (sum over cached plans of the plan's peak and
+            of its LOAD; each thread holds one slab per plan), ``resident_slab_bytes`` (bytes of
+            the slabs the cache keeps in memory now; at most ``max_slab_bytes`` plus the latest
+            slab), ``evictions`` (signatures dropped from the cache, least recently used first),
+            ``slab_trims`` (idle slabs whose memory was given back for ``max_slab_bytes``),
+            ``deferred_calls`` (calls run eagerly because their signature was new while
+            signatures were not repeating), ``escaped_blocks`` (slab blocks found alive after a
+            replay; the next plan leaves them to the default allocator), ``bytes_from_slab`` and
             ``bytes_from_default`` (over all replayed passes; the default allocator serves the
             blocks that escape a pass, and everything after a fallback), ``fallbacks`` (passes
             that left their plan), ``misses`` (allocations after a fallback), ``replays``,
             ``profiles``, ``eager_calls``, ``allocations``, ``allocations_from_slab``, and
-            ``plans``: one dict per signature.
+            ``plans``: one dict per cached signature, least recently used first.
         """
         from dsa.bounds import load
 
         with self._lock:
             entries = list(self._handles.entries.values())
-            stats = dict(self._stats)
+            stats = dict(self._stats, resident_slab_bytes=self._handles.resident_bytes)
             native = dict(self._handles.released)
             for e in entries:
                 for slab in e.slabs.values():
@@ -320,7 +485,8 @@ class AttachedModule(torch.nn.Module):
                           "lower_bound_bytes": int(load(e.problem)),
                           "status": sol.status.name if sol is not None else "ERROR",
                           "strategy": sol.strategy if sol is not None else None,
-                          "replans": e.replans, "threads": len(e.slabs), "eager": not planned})
+                          "replans": e.replans, "threads": len(e.slabs), "eager": not planned,
+                          "escaped": len(e.escaped)})
         planned = [p for p in plans if not p["eager"]]
         return {"signatures": len(plans),
                 "planned_allocations": sum(p["planned_allocations"] for p in planned),
@@ -337,16 +503,21 @@ class AttachedModule(torch.nn.Module):
         self._detached = True
         with self._lock:
             self._handles.release()
+            self._seen.clear()
+            self._fresh.clear()
         return self.module
 
 
-def attach(model, strategy="best", *, max_replans: int = 3, **solve_options) -> AttachedModule:
+def attach(model, strategy="best", *, max_replans: int = 3, max_signatures: int | None = DEFAULT_MAX_SIGNATURES,
+           max_slab_bytes: int | None = DEFAULT_MAX_SLAB_BYTES, **solve_options) -> AttachedModule:
     """Wrap ``model`` so that its CPU forward passes are planned ahead of time and served from a slab.
 
     Parameters
     ----------
-    model : torch.nn.Module
-        The model; it is not copied (``detach()`` gives it back).
+    model : torch.nn.Module or callable
+        The model; it is not copied (``detach()`` gives it back). Any other callable (a function,
+        a bound method) is planned the same way; ``train()``/``eval()`` of the wrapper do not reach
+        it, and only a bound method of a module has its owner's ``training`` flag in the signature.
     strategy : str or callable
         Any :func:`dsa.solve` strategy. The default, ``"best"``, runs a portfolio of greedy and
         approximation strategies and keeps the lowest peak (it stops at LOAD), then searches for a
@@ -354,8 +525,17 @@ def attach(model, strategy="best", *, max_replans: int = 3, **solve_options) -> 
         LOAD. Strategies that take a time limit get ``time_limit=0.2`` seconds per signature unless
         ``solve_options`` says otherwise.
     max_replans : int
-        How many times a signature whose replay misses its plan is profiled again before it runs
-        eagerly for good (with a :class:`PlanningWarning`).
+        How many times a signature whose replay misses its plan (or lets a slab block outlive the
+        pass) is planned again before it runs eagerly for good (with a :class:`PlanningWarning`).
+    max_signatures : int or None
+        The most input signatures kept in the plan cache (default 64); the least recently used
+        one is dropped (with its slabs) to make room, and planned again if it comes back. None:
+        no limit.
+    max_slab_bytes : int or None
+        The most bytes of idle slabs kept in memory (default 64 MiB, summed over signatures and
+        threads); beyond it the least recently used slabs give their pages back to the system and
+        fault them in again at their next pass. The slab of the latest pass is always kept, so a
+        single plan larger than the limit still replays. None: no limit.
     **solve_options
         Passed to :func:`dsa.solve`. Plans are always validated: ``validate=False`` is refused.
 
@@ -366,10 +546,20 @@ def attach(model, strategy="best", *, max_replans: int = 3, **solve_options) -> 
 
     Raises
     ------
+    TypeError
+        If ``model`` is not callable, or is already an :class:`AttachedModule`.
     dsa.adapters.torch.BuildError
         If the native allocator cannot be built or installed; the model and torch are untouched.
     ValueError
-        For an unknown strategy name, a bad ``max_replans`` or ``validate=False``.
+        For an unknown strategy name, a bad ``max_replans``, ``max_signatures`` or
+        ``max_slab_bytes``, or ``validate=False``.
+
+    Notes
+    -----
+    A signature is planned at its first call. When the last 8 signatures planned that way were
+    never called again (an argument that differs at every call: a fresh object, a counter), the
+    wrapper stops paying for plans nobody replays: from then on a signature runs eagerly at its
+    first call and is planned at its second.
 
     Examples
     --------
@@ -383,4 +573,5 @@ def attach(model, strategy="best", *, max_replans: int = 3, **solve_options) -> 
     >>> all(torch.equal(outs[0], o) for o in outs), m.report()["signatures"]
     (True, 1)
     """
-    return AttachedModule(model, strategy, max_replans=max_replans, **solve_options)
+    return AttachedModule(model, strategy, max_replans=max_replans, max_signatures=max_signatures,
+                          max_slab_bytes=max_slab_bytes, **solve_options)
