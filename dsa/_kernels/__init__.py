@@ -88,10 +88,13 @@ def _ensure_cache_dir(numba) -> None:
     try:
         FunctionCache(_cache_probe)
     except RuntimeError:
+        import atexit
+        import shutil
         import tempfile
         import warnings
 
         numba.config.CACHE_DIR = tempfile.mkdtemp(prefix="dsa-numba-cache-")
+        atexit.register(shutil.rmtree, numba.config.CACHE_DIR, ignore_errors=True)
         warnings.warn("numba cannot write its cache beside dsa or in the user cache directory; compiled "
                       f"kernels are cached in {numba.config.CACHE_DIR} for this process only (set "
                       "NUMBA_CACHE_DIR to a writable directory to keep them)", RuntimeWarning, stacklevel=3)
