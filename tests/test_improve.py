@@ -39,6 +39,30 @@ def test_feasible_agrees_with_brute_force(problem, slack):
     assert (status == "found") == (cap >= opt)
 
 
+@given(problem=problems(max_n=5), copies=st.lists(st.integers(0, 4), min_size=1, max_size=3),
+       slack=st.integers(-2, 2))
+@settings(max_examples=200)
+def test_feasible_with_identical_buffers_agrees_with_brute_force(problem, copies, slack):
+    """Identical buffers (same lifetime, size and alignment) are placed in a fixed order by the
+    search (symmetry breaking): that must never lose a plan."""
+    rows = [i for i in copies if i < problem.n and problem.fixed_offsets[i] == -1]
+    if not rows:
+        return
+    f = fields(problem)
+    for key in ("starts", "ends", "sizes", "alignments"):
+        f[key] = f[key] + [f[key][i] for i in rows]
+    f["fixed"] = f["fixed"] + [-1] * len(rows)
+    problem = dsa.Problem(f["starts"], f["ends"], f["sizes"], alignments=f["alignments"],
+                          fixed_offsets=f["fixed"])
+    opt = _optimum(problem)
+    cap = max(int(problem.sizes.max(initial=0)), opt + slack)
+    status, offsets, nodes = _search.feasible(problem, cap, node_limit=1_000_000)
+    assert status in ("found", "infeasible")
+    if status == "found":
+        assert _valid(problem, offsets) and dsa.solution.plan_peak(problem, offsets) <= cap
+    assert (status == "found") == (cap >= opt)
+
+
 @given(problem=problems(max_n=7))
 @settings(max_examples=100)
 def test_search_improve_reaches_and_proves_the_optimum(problem):

@@ -27,6 +27,15 @@ below can cut away the last stable plan:
   crosses is solved piece by piece; if one piece has no plan, the whole group has none and the
   search jumps back past the other pieces.
 
+* symmetry breaking: identical free buffers (same sections, size, alignment) are placed in rank
+  order; swapping two of them in a stable plan gives a stable plan, so one with them in rank order
+  (lower rank lower) survives;
+* dynamic preorder: each new piece of a decomposition re-ranks its buffers (a permutation of their
+  ranks, so ranks stay distinct) with the "largest section total" key recomputed from the unplaced
+  sizes, as MiniMalloc re-sorts each sub-partition; the canonical order restarts in a new piece,
+  and every change is undone on backtracking. Twins keep their relative order (equal keys, ties
+  kept), so the symmetry rule stays consistent.
+
 Only when the search is exhausted (no node limit hit) is the answer "infeasible" returned.
 
 Complexity: each node costs O(m + S + deg + sum of touched section sizes) time for ``m`` buffers
@@ -66,8 +75,53 @@ def _undo(c, off, minoff, floor, total, cuts, unb, sz, slo, shi, adj_ptr, adj,
 
 
 @njit(cache=True)
+def _rerank(rank, ulist, ucount, lo, hi, slo, shi, total, keys, tpos, rk_b, rk_v, rktop):
+    """Re-rank the unplaced buffers of the group ``[lo, hi)`` by the static preorder ``keys`` (larger
+    first, row by row), with row ``tpos`` replaced by the largest *current* section total the buffer
+    meets; ties keep the current order. The group's ranks are permuted among themselves (so ranks stay
+    distinct) and every change is logged. Returns the new log top (unchanged when the log is full)."""
+    g = np.empty(ucount, np.int64)
+    k = 0
+    for q in range(ucount):
+        y = ulist[q]
+        if shi[y] > lo and slo[y] < hi:
+            g[k] = y
+            k += 1
+    if k < 2 or rktop + k > rk_b.size:
+        return rktop
+    g = g[:k]
+    cur = np.empty(k, np.int64)
+    for q in range(k):
+        cur[q] = rank[g[q]]
+    idx = np.argsort(cur)
+    vals = np.empty(k, np.int64)
+    for j in range(keys.shape[0] - 1, -1, -1):
+        for q in range(k):
+            y = g[idx[q]]
+            if j == tpos:
+                t = 0
+                for s in range(slo[y], shi[y]):
+                    if total[s] > t:
+                        t = total[s]
+                vals[q] = -t
+            else:
+                vals[q] = -keys[j, y]
+        perm = np.argsort(vals, kind="mergesort")
+        idx = idx[perm]
+    rs = np.sort(cur)
+    for q in range(k):
+        y = g[idx[q]]
+        if rank[y] != rs[q]:
+            rk_b[rktop] = y
+            rk_v[rktop] = rank[y]
+            rktop += 1
+            rank[y] = rs[q]
+    return rktop
+
+
+@njit(cache=True)
 def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
-                     node_limit, flog_cap, out):
+                     node_limit, flog_cap, out, keys, tpos, twin, rerank):
     """Decide whether the buffers fit in ``cap``, exploring at most ``node_limit`` nodes.
 
     Parameters
@@ -89,6 +143,18 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
         Room for optional floor raises (the inference is skipped when the log is full).
     out : int64 array of length m
         Receives the offsets when a plan is found.
+    keys : int64 array of shape (K, m)
+        The static preorder that ``rank`` was made from (row 0 most significant, larger first); used
+        to re-rank the buffers of each new group of a decomposition.
+    tpos : int
+        Row of ``keys`` that stands for "largest section total met": it is recomputed from the
+        unplaced sizes when a group is re-ranked (-1: never re-rank).
+    twin : int64 array of length m
+        For a free buffer, the free buffer of next lower rank with the same sections, size and
+        alignment (-1: none); a buffer is never placed before its twin (symmetry breaking).
+    rerank : int
+        0: static ranks; 1: re-rank each piece of a decomposition; 2: also re-rank when a placement
+        only narrows the group (the canonical order then restarts at the placement's offset).
 
     Returns
     -------
@@ -101,6 +167,14 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
     S = sec_ptr.size - 1
     if m == 0:
         return FOUND, 0
+    rank = rank.copy()
+    if tpos < 0:
+        rerank = 0
+    rk_b = np.empty(64 * m + 1024 if rerank else 1, np.int64)
+    rk_v = np.empty(rk_b.size, np.int64)
+    rktop = 0
+    f_rk = np.zeros(m + 1, np.int64)  # rank-log top when the frame was entered
+    f_new = np.zeros(m + 1, np.bool_)  # the frame starts a new group
     off = np.full(m, -1, np.int64)
     ulist = np.arange(m, dtype=np.int64)  # unplaced buffers first (a sparse set, undone LIFO)
     upos = np.arange(m, dtype=np.int64)
@@ -195,6 +269,7 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
     f_ko[0] = -1
     f_kr[0] = -1
     f_bar[0] = 0
+    f_new[0] = True
     entering = True
     while True:
         d = depth
@@ -202,6 +277,10 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
         hi = f_hi[d]
         if entering:
             entering = False
+            f_rk[d] = rktop
+            if rerank and f_new[d]:
+                rktop = _rerank(rank, ulist, ucount, lo, hi, slo, shi, total, keys, tpos,
+                                rk_b, rk_v, rktop)
             mh = big
             for k in range(ucount):
                 y = ulist[k]
@@ -232,6 +311,8 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
                 continue
             if yo >= mh:
                 continue
+            if twin[y] >= 0 and off[twin[y]] < 0:
+                continue
             if _key_less(yo, rank[y], bo, br):
                 best = y
                 bo = yo
@@ -261,6 +342,9 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
             ucount += 1
             mtop = f_m0[d]
             ftop = f_f0[d]
+            for k in range(rktop - 1, f_rk[d + 1] - 1, -1):
+                rank[rk_b[k]] = rk_v[k]
+            rktop = f_rk[d + 1]
             depth = d
             continue
         if nodes >= node_limit:
@@ -364,6 +448,7 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
         nko = o
         nkr = rank[c]
         nbar = -1
+        nnew = False
         left = 0
         if newcut:
             npieces = 0
@@ -390,6 +475,9 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
             if k == 1:
                 nlo = p_lo[ptop]
                 nhi = p_hi[ptop]
+                if rerank == 2:
+                    nkr = -1
+                    nnew = True
             elif k >= 2:
                 r_depth[rtop] = d
                 r_pbeg[rtop] = ptop
@@ -402,6 +490,7 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
                 nhi = p_hi[r_pbeg[nbar]]
                 nko = -1
                 nkr = -1
+                nnew = True
         else:
             for k in range(ucount):
                 y = ulist[k]
@@ -419,6 +508,7 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
                     nko = -1
                     nkr = -1
                     nbar = r
+                    nnew = True
                     break
                 if r_depth[r] < 0:
                     for i in range(m):
@@ -432,4 +522,5 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
         f_ko[depth] = nko
         f_kr[depth] = nkr
         f_bar[depth] = nbar
+        f_new[depth] = nnew
         entering = True

@@ -66,11 +66,15 @@ _REGISTRY: dict[str, StrategyInfo] = dict([
            time_limit=True),
     _entry("buchsbaum", "heuristic", "Buchsbaum et al. 2004 boxing, random restarts, compaction, greedy fallback"),
     _entry("bump", "baseline", "bump pointer reset when nothing is alive"),
+    _entry("exact", "exact", "MiniMalloc-style complete canonical search (Moffitt 2023), anytime, proves optima",
+           time_limit=True, max_n=500),
     _entry("gergov", "approximation", "Gergov 1999: skyline placement, conflict colouring, compaction"),
     _entry("greedy", "heuristic", "any ordering x best or first fit"),
     _entry("greedy_by_breadth", "heuristic", "Pisarchyk & Lee 2020, breadth order"),
     _entry("greedy_by_size", "heuristic", "Pisarchyk & Lee 2020, size order, lowest fit"),
     _entry("mincost_flow", "heuristic", "Lee et al. 2019, shared objects by min-cost flow, then laid out"),
+    _entry("mip", "exact", "Sekiyama et al. 2018 big-M MIP from a heuristic start (HiGHS, CBC or Gurobi)",
+           requires=("scipy",), extra="mip", time_limit=True, max_n=60),
 ])
 
 _ALIASES: dict[str, str] = {

@@ -1,0 +1,226 @@
+"""Exact minimisation of the peak by a complete search over canonical plans (anytime).
+
+What it does. Offline DSA asks for offsets that minimise the peak; its decision version asks whether
+a plan fits in a capacity ``C``. This strategy answers the decision version with the depth-first
+search over *canonical* plans of :mod:`dsa._kernels.canonical`, after M. D. Moffitt, "MiniMalloc: A
+Lightweight Memory Allocator for Hardware-Accelerated Machine Learning", ASPLOS 2023: buffers are
+placed in increasing (lowest feasible offset, preorder rank) order, each on the floor or directly
+on top of a buffer it meets in time; section inference, dominance, a rule on buffers whose place is
+already determined, dynamic decomposition into independent time ranges and symmetry breaking between
+identical buffers prune the tree. A search that ends without exhausting its node budget is a proof:
+"no plan with peak <= C".
+
+Minimisation (no capacity given). The incumbent comes from the cheap portfolio of
+:mod:`dsa.strategies.best` (without its improvement phase); the proven lower bound ``lo`` starts at
+LOAD (and the end of the highest fixed buffer). Then :func:`dsa.strategies._search.improve` (the
+improvement phase of ``best`` too) runs rounds with a node budget that doubles from round to round:
+
+1. probe ``lo`` with every static preorder: a plan there is optimal; a completed search raises
+   ``lo`` by one;
+2. scan capacities from just below the incumbent's peak down towards ``lo`` on a grid (0.5 % of the
+   bound), every preorder at each, with budgets that add up to about the budget of step 1; a plan
+   lowers the incumbent (the scan goes on below it), a completed search raises ``lo`` to the probed
+   capacity plus one. Which capacities are easy is erratic (a capacity 1 % lower can take a
+   thousand times fewer nodes), so many small probes beat a few large ones here.
+
+It stops when ``lo`` reaches the incumbent's peak (status OPTIMAL, ``lower_bound`` = peak) or when
+the time or node limit runs out (LIMIT_REACHED, with the incumbent and the proven ``lower_bound``).
+Probing the bound first suits the common case where the optimum equals LOAD (it is reached after
+a few hundred thousand nodes on MiniMalloc's challenging instances); the descending probes make the
+search anytime when it does not.
+
+Decision mode (``problem.capacity`` set, as ``dsa.solve(..., capacity=C)`` does). The search stops
+at the first plan within ``C`` (status FEASIBLE, or OPTIMAL when it meets the bound), or proves that
+none exists (status INFEASIBLE, ``lower_bound = C + 1``, the portfolio's plan is returned for
+inspection), or runs out of budget (LIMIT_REACHED).
+
+Complexity: the portfolio costs a few greedy runs, O(n log n + E) each. A search node costs
+O(m + S + deg) for a busy period of ``m`` buffers and ``S`` sections; the number of nodes is
+exponential in the worst case (the problem is strongly NP-hard), so the search is bounded by
+``time_limit`` and ``node_limit``. Busy periods of more than ``dsa.strategies._search.MAX_BUFFERS``
+buffers are not searched; their portfolio offsets are kept and nothing is proven about them.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from dsa.bounds import lower_bound
+from dsa.budget import Budget
+from dsa.solution import Status, make_solution, plan_peak
+
+__all__ = ["solve"]
+
+BUDGET0_PER_BUFFER = 2   # first round: this many nodes per buffer of the largest period, per probe
+GROWTH = 2               # the node budget per probe is multiplied by this after every round
+
+
+class _Log:
+    """Progress lines on stderr, MIP-solver style (only when ``verbose``)."""
+
+    def __init__(self, verbose, t0):
+        self.verbose = bool(verbose)
+        self.t0 = t0
+        self.last = -1.0
+
+    def header(self, problem, load, peak):
+        if self.verbose:
+            print(f"exact: {problem.n} buffers, LOAD {load}, portfolio peak {peak}", file=sys.stderr)
+            print(f"{'time':>8} {'nodes':>12} {'incumbent':>12} {'bound':>12} {'gap':>8}  event",
+                  file=sys.stderr)
+
+    def line(self, nodes, peak, bound, event, force=False):
+        if not self.verbose:
+            return
+        now = time.perf_counter() - self.t0
+        if not force and now - self.last < 1.0:
+            return
+        self.last = now
+        gap = (peak - bound) / peak if peak else 0.0
+        print(f"{now:8.2f} {nodes:12d} {peak:12d} {bound:12d} {100 * gap:7.3f}%  {event}",
+              file=sys.stderr, flush=True)
+
+
+def solve(problem, *, time_limit: float | None = None, node_limit: int | None = None,
+          seed=None, verbose: bool = False, sweep=None):
+    """Minimise the peak (or decide ``problem.capacity``) by a complete canonical search.
+
+    Parameters
+    ----------
+    problem : Problem
+        With ``capacity`` set, the decision version is solved (see the module docstring).
+    time_limit : float, optional
+        Seconds for the whole call (checked between node-limited kernel calls, each sized from the
+        measured node rate). None: no limit, the search runs until it proves its answer.
+    node_limit : int, optional
+        The most search nodes in all. None: no limit.
+    seed : int, optional
+        Passed to the portfolio (the search itself is deterministic).
+    verbose : bool, default False
+        Print progress lines (elapsed time, nodes, incumbent, bound, gap) on stderr.
+    sweep : dsa.sweep.Sweep, optional
+        The shared planning context (passed by :func:`dsa.solve`).
+
+    Returns
+    -------
+    Solution
+        ``lower_bound`` is the bound the search proved (the peak itself when OPTIMAL, ``C + 1``
+        when a capacity ``C`` is proven infeasible). ``stats``: ``nodes``, ``gap`` (unproven part of
+        the peak), ``probes`` (the number of node-limited searches), ``proofs`` (capacities proven
+        infeasible, at most 20 listed), ``portfolio_peak``, ``rounds`` and ``search_s``.
+
+    Examples
+    --------
+    >>> import dsa
+    >>> p = dsa.Problem([0, 0], [1, 1], [3, 3], alignments=[4, 4])
+    >>> sol = dsa.solve(p, "exact")
+    >>> sol.peak, sol.lower_bound, sol.status.value
+    (7, 7, 'optimal')
+    """
+    from dsa.strategies import _search, best
+
+    t0 = time.perf_counter()
+    budget = Budget(time_limit, node_limit)
+    log = _Log(verbose, t0)
+    bound = lower_bound(problem, sweep=sweep)
+    start = best.solve(problem, improve=False, seed=seed, sweep=sweep)
+    offsets = np.asarray(start.offsets, dtype=np.int64).copy()
+    prep = _search._Prepared(problem)
+    zero = problem.sizes == 0
+    offsets[zero] = prep.base[zero]  # zero-size rows: offset 0 or their fixed offset
+    peak = plan_peak(problem, offsets)
+    stats = {"portfolio_peak": peak, "nodes": 0, "probes": 0, "proofs": [], "rounds": 0}
+    log.header(problem, bound, peak)
+    cap = problem.capacity
+    lo = bound
+    state = {"offsets": offsets, "peak": peak, "lo": lo}
+    # a period too large to search keeps its portfolio plan: no capacity below its peak can be
+    # reached (or disproved) by the search
+    stuck = max((_search._peak(problem, offsets, per.rows) for per in prep.periods
+                 if not per.searchable), default=0)
+    rate = [2e5]
+    largest = max((len(per.rows) for per in prep.periods), default=1)
+    heuristics = _search.HEURISTICS
+    status = None
+    nb = max(64, BUDGET0_PER_BUFFER * largest)
+
+    def probe(c, h):
+        """One node-limited search of capacity ``c``; returns "found", "infeasible" or "limit"."""
+        lim = budget.grant(nb)
+        if lim <= 0:
+            return "stop"
+        deadline = budget.deadline
+        outcome, plans, used = _search._probe(prep, problem, state["offsets"], c, lim, h,
+                                               deadline, rate)
+        budget.spend(used)
+        stats["nodes"] += used
+        stats["probes"] += 1
+        for pi, out in plans.items():  # a period planned within c never raises the peak
+            state["offsets"][prep.periods[pi].rows] = out
+        new = plan_peak(problem, state["offsets"])
+        if new < state["peak"]:
+            state["peak"] = new
+            log.line(stats["nodes"], new, state["lo"], f"plan found at capacity {c}", force=True)
+        if outcome == "infeasible":
+            if len(stats["proofs"]) < 20:
+                stats["proofs"].append(c)
+            state["lo"] = max(state["lo"], c + 1)
+            log.line(stats["nodes"], state["peak"], state["lo"], f"capacity {c} proven infeasible",
+                     force=True)
+        else:
+            log.line(stats["nodes"], state["peak"], state["lo"], f"round {stats['rounds']}")
+        return outcome
+
+    if cap is not None and state["peak"] > cap and (lo > cap or stuck > cap):
+        status = Status.INFEASIBLE if lo > cap else Status.LIMIT_REACHED
+    elif cap is not None and state["peak"] > cap:
+        # decision mode: a plan within cap, or a proof that there is none
+        while status is None:
+            for h in heuristics:
+                outcome = probe(cap, h)
+                if outcome == "stop" or state["peak"] <= cap or outcome == "infeasible":
+                    break
+            if state["peak"] <= cap:
+                status = Status.FEASIBLE
+            elif state["lo"] > cap:
+                status = Status.INFEASIBLE
+            elif budget.exhausted:
+                status = Status.LIMIT_REACHED
+            stats["rounds"] += 1
+            nb *= GROWTH
+    elif cap is None and max(lo, stuck) < state["peak"]:
+        def progress(event, c, new_peak, new_lo, nodes):
+            state["peak"], state["lo"] = new_peak, new_lo
+            if event == "proof" and len(stats["proofs"]) < 20:
+                stats["proofs"].append(c)
+            text = {"plan": f"plan found at capacity {c}", "proof": f"capacity {c} proven infeasible",
+                    "probe": "searching"}[event]
+            log.line(nodes, new_peak, new_lo, text, force=event != "probe")
+
+        left = budget.remaining()
+        out, info = _search.improve(problem, state["offsets"], time_limit=left,
+                                    node_limit=node_limit, progress=progress)
+        state["offsets"] = out
+        state["peak"] = plan_peak(problem, out)
+        state["lo"] = max(state["lo"], int(info["proven_lower_bound"]))
+        stats["nodes"] = info["nodes"]
+        stats["probes"] = len(info["probes"])
+        stats["rounds"] = info.get("rounds", 0)
+        if max(state["lo"], stuck) < state["peak"]:
+            status = Status.LIMIT_REACHED
+    peak, lo = state["peak"], state["lo"]
+    if cap is None and lo >= peak:
+        status = Status.OPTIMAL
+        lo = peak
+    elif status is None:
+        status = Status.OPTIMAL if peak <= lo else Status.FEASIBLE
+    if status is Status.FEASIBLE and peak <= lo:
+        status = Status.OPTIMAL
+    stats["gap"] = (peak - min(lo, peak)) / peak if peak else 0.0
+    stats["search_s"] = time.perf_counter() - t0
+    log.line(stats["nodes"], peak, min(lo, peak) if status is not Status.INFEASIBLE else lo,
+             f"done: {status.value}", force=True)
+    return make_solution(problem, state["offsets"], strategy="exact", status=status, stats=stats,
+                         lower_bound=min(lo, peak) if status is not Status.INFEASIBLE else lo)

@@ -1,0 +1,125 @@
+"""The ``exact`` strategy: proven optima on tiny instances (against brute force), decision mode,
+limits and progress output."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import dsa
+from conftest import fields, problems
+from naive import brute_force_optimum, naive_validate
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "minimalloc" / "examples" / "input.12.csv"
+# the MiniMalloc README example (5 buffers, LOAD 12), inline so the test does not need the data folder
+EXAMPLE_ROWS = [(0, 3, 4), (3, 9, 4), (0, 9, 4), (9, 21, 4), (0, 21, 4)]
+
+
+def _optimum(problem) -> int:
+    f = fields(problem)
+    return brute_force_optimum(f["starts"], f["ends"], f["sizes"], f["alignments"], f["fixed"])
+
+
+@given(problem=problems(max_n=7))
+@settings(max_examples=150)
+def test_tiny_instances_are_solved_and_proven_optimal(problem):
+    sol = dsa.solve(problem, "exact")
+    assert naive_validate(**fields(problem), offsets=sol.offsets.tolist()) == []
+    assert sol.peak == _optimum(problem)
+    assert sol.status is dsa.Status.OPTIMAL and sol.lower_bound == sol.peak
+
+
+@given(problem=problems(max_n=7))
+@settings(max_examples=100)
+def test_decision_mode_agrees_with_brute_force(problem):
+    opt = _optimum(problem)
+    biggest = int(problem.sizes.max(initial=0))
+    fixed_top = int((problem.fixed_offsets + problem.sizes)[problem.is_fixed].max(initial=0))
+    for cap in {opt - 1, opt}:
+        if cap < max(biggest, fixed_top, 0):
+            continue
+        sol = dsa.solve(problem, "exact", capacity=cap)
+        if cap >= opt:
+            assert sol.success and sol.peak <= cap
+        else:
+            assert sol.status is dsa.Status.INFEASIBLE and sol.lower_bound == cap + 1
+
+
+def _example():
+    if EXAMPLE.exists():
+        return dsa.io.read_csv(EXAMPLE)
+    return dsa.Problem.from_intervals(EXAMPLE_ROWS)
+
+
+def test_minimalloc_example_fits_12_and_not_11():
+    p = _example()
+    sol = dsa.solve(p, "exact", capacity=12)
+    assert sol.success and sol.peak == 12
+    sol = dsa.solve(p, "exact", capacity=11)
+    assert sol.status is dsa.Status.INFEASIBLE and not sol.success and sol.lower_bound >= 12
+
+
+def test_decision_mode_proves_infeasibility_by_search():
+    # LOAD is 6 but two 4-aligned 3-byte buffers alive together need 7: only the search can tell
+    p = dsa.Problem([0, 0], [1, 1], [3, 3], alignments=[4, 4])
+    sol = dsa.solve(p, "exact", capacity=6)
+    assert dsa.load(p) == 6
+    assert sol.status is dsa.Status.INFEASIBLE and sol.lower_bound == 7
+    assert sol.stats["proofs"] == [6]
+    sol = dsa.solve(p, "exact")
+    assert (sol.peak, sol.lower_bound, sol.status) == (7, 7, dsa.Status.OPTIMAL)
+
+
+def test_challenging_instance_reaches_load():
+    p = dsa.data.load("H.1048576").replace(capacity=None)
+    sol = dsa.solve(p, "exact", time_limit=30)
+    assert sol.status is dsa.Status.OPTIMAL and sol.peak == dsa.load(p)
+
+
+def test_time_limit_returns_the_incumbent_with_limit_reached():
+    p = dsa.data.load("D.1048576").replace(capacity=None)  # optimum unknown, above LOAD
+    portfolio = dsa.solve(p, "best", improve=False)
+    sol = dsa.solve(p, "exact", time_limit=0.5)
+    assert sol.status is dsa.Status.LIMIT_REACHED and sol.success
+    assert sol.peak <= portfolio.peak and sol.lower_bound == dsa.load(p)
+    assert sol.stats["time_s"] < 5.0 and sol.stats["nodes"] > 0
+    assert sol.stats["gap"] == pytest.approx((sol.peak - sol.lower_bound) / sol.peak)
+
+
+def test_node_limit_is_honoured():
+    p = dsa.data.load("D.1048576").replace(capacity=None)
+    sol = dsa.solve(p, "exact", node_limit=3000)
+    assert sol.status is dsa.Status.LIMIT_REACHED
+    assert 0 < sol.stats["nodes"] <= 3000
+    dec = dsa.solve(p, "exact", capacity=990_000, node_limit=3000)
+    assert dec.stats["nodes"] <= 3000 and dec.status is not dsa.Status.INFEASIBLE
+
+
+def test_verbose_prints_progress_on_stderr(capsys):
+    p = dsa.data.load("D.1048576").replace(capacity=None)
+    dsa.solve(p, "exact", time_limit=0.3, verbose=True)
+    out = capsys.readouterr()
+    assert out.out == ""
+    lines = out.err.strip().splitlines()
+    assert lines[0].startswith("exact:") and "incumbent" in lines[1] and "gap" in lines[1]
+    assert "done: limit_reached" in lines[-1]
+
+
+def test_identical_buffers_are_interchangeable():
+    # six identical buffers and a blocker: symmetry breaking must not lose the optimum
+    p = dsa.Problem([0] * 6 + [0], [4] * 6 + [2], [3] * 6 + [5], alignments=[2] * 6 + [1])
+    sol = dsa.solve(p, "exact")
+    assert sol.status is dsa.Status.OPTIMAL and sol.peak == _optimum(p)
+    assert np.unique(sol.offsets[:6]).size == 6
+
+
+def test_cli_prints_the_proven_bound(tmp_path, capsys):
+    from dsa.cli import main
+
+    path = tmp_path / "two.csv"
+    path.write_text("id,lower,upper,size,alignment\na,0,1,3,4\nb,0,1,3,4\n")
+    main(["solve", str(path), "--strategy", "exact", "--time-limit", "5"])
+    out = capsys.readouterr().out
+    assert "optimal" in out and "7" in out

@@ -1,0 +1,270 @@
+"""The ``mip`` strategy: every installed backend against the brute-force optimum, proofs, limits, errors."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import types
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dsa
+from conftest import fields, raw_problems, to_problem
+from naive import brute_force_optimum, lowest_fit_plan, naive_validate
+
+# backend -> (module that must be importable, pip extra)
+BACKENDS = {"highs": ("scipy.optimize", "mip"), "cbc": ("mip", "cbc"), "gurobi": ("gurobipy", "gurobi")}
+
+# two 3-byte buffers, 4-aligned, alive together: LOAD is 6 but the optimum is 7 (offsets 0 and 4),
+# so no heuristic reaches LOAD and the solver has to prove 7
+ALIGNED_PAIR = dsa.Problem([0, 0], [1, 1], [3, 3], alignments=[4, 4])
+
+
+def need(backend: str) -> None:
+    """Skip the test when ``backend``'s package is not installed."""
+    pytest.importorskip(BACKENDS[backend][0], reason=f"backend {backend!r} is not installed")
+
+
+each_backend = pytest.mark.parametrize("backend", sorted(BACKENDS))
+
+
+def optimum(problem) -> int:
+    f = fields(problem)
+    return brute_force_optimum(f["starts"], f["ends"], f["sizes"], f["alignments"], f["fixed"])
+
+
+def random_order_plan(order):
+    """A heuristic for the tests: lowest fit in a given order, often far from optimal, so that the
+    solver (not the heuristic) has to find and prove the optimum."""
+    def plan(problem):
+        f = fields(problem)
+        return np.array(lowest_fit_plan(f["starts"], f["ends"], f["sizes"], [i for i in order if i < len(problem)],
+                                        f["alignments"], f["fixed"]), dtype=np.int64)
+    return plan
+
+
+def check_optimal(problem, sol):
+    assert sol.success, sol.message
+    dsa.validate(problem, sol)
+    assert naive_validate(**fields(problem), offsets=sol.offsets.tolist()) == []
+    assert sol.peak == optimum(problem), (sol, sol.stats)
+    assert sol.status is dsa.Status.OPTIMAL and sol.lower_bound == sol.peak, (sol, sol.stats)
+
+
+# ---------------------------------------------------------------- against the brute-force optimum
+@each_backend
+@given(raw=raw_problems(max_n=7, max_time=6, max_size=40), data=st.data())
+def test_equals_brute_force_optimum(backend, raw, data):
+    need(backend)
+    problem = to_problem(raw)
+    if data.draw(st.booleans(), label="weak heuristic"):
+        order = data.draw(st.permutations(range(len(problem))), label="order")
+        sol = dsa.solve(problem, "mip", backend=backend, heuristic=random_order_plan(order))
+    else:
+        sol = dsa.solve(problem, "mip", backend=backend)
+    check_optimal(problem, sol)
+    assert sol.stats["backend"] == backend
+    assert sol.stats["upper_bound_start"] >= sol.peak
+
+
+NAMED = {
+    "aligned pair": ALIGNED_PAIR,
+    # a 4-aligned 3-byte buffer over three short ones: alignment padding decides the optimum
+    "aligned stack": dsa.Problem([0, 0, 2, 0], [4, 2, 4, 4], [3, 5, 2, 1], alignments=[4, 1, 1, 8]),
+    # a pinned buffer in the middle of the slab splits the room the free ones have
+    "fixed middle": dsa.Problem([0, 0, 0, 1], [3, 2, 3, 3], [4, 3, 2, 3], fixed_offsets=[3, -1, -1, -1]),
+    # zero-size rows (free and pinned) leave the peak alone
+    "zero sizes": dsa.Problem([0, 0, 1, 1], [2, 2, 3, 3], [0, 5, 0, 4], fixed_offsets=[-1, -1, 9, -1]),
+    # identical buffers (symmetry breaking) beside a longer one
+    "twins": dsa.Problem([0, 0, 0, 1], [2, 2, 2, 3], [4, 4, 4, 6]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NAMED))
+@pytest.mark.parametrize("weak", [False, True])
+@each_backend
+def test_named_cases(backend, name, weak):
+    need(backend)
+    problem = NAMED[name]
+    kw = {"heuristic": "bump"} if weak else {}
+    check_optimal(problem, dsa.solve(problem, "mip", backend=backend, **kw))
+
+
+@each_backend
+def test_proves_a_bound_above_load(backend):
+    need(backend)
+    sol = dsa.solve(ALIGNED_PAIR, "mip", backend=backend)
+    assert dsa.lower_bound(ALIGNED_PAIR) == 6
+    assert sol.peak == sol.lower_bound == 7 and sol.status is dsa.Status.OPTIMAL
+    assert sol.stats["solver_status"] and sol.stats["gap"] == 0.0
+
+
+@each_backend
+def test_stats(backend):
+    need(backend)
+    sol = dsa.solve(ALIGNED_PAIR, "mip", backend=backend)
+    for key in ("gap", "nodes", "backend", "solver_status", "upper_bound_start", "model", "solver_s"):
+        assert key in sol.stats, key
+    assert sol.stats["model"]["variables"] >= 1 and sol.stats["model"]["unit"] >= 1
+    # CBC and Gurobi take the heuristic's plan as a start (relabelled to meet the symmetry breaking)
+    twins = dsa.solve(NAMED["twins"], "mip", backend=backend, heuristic="bump")
+    if twins.stats.get("model"):
+        assert twins.stats["model"]["warm_start"] is (backend != "highs")
+
+
+@pytest.mark.parametrize("sizes, alignments, fixed, unit", [
+    ([1024, 2048], [1, 1], [], 1024),
+    ([1024, 2048], [64, 4096], [], 1024),      # 64 divides the unit, 4096 is a multiple of it
+    ([12, 24], [8, 1], [], 4),                # 8 and 12: reduce to 4, which 8 is a multiple of
+    ([12, 24], [1, 1], [36, 6], 6),
+    ([], [16], [], 16),
+])
+def test_model_unit(sizes, alignments, fixed, unit):
+    from dsa.strategies._mip_model import _unit
+
+    assert _unit(sizes, alignments, fixed) == unit
+
+
+def test_dual_bound_rounding():
+    from dsa.strategies._mip_model import proven_units
+
+    assert proven_units(11.9999999) == 12 and proven_units(12.0000001) == 12 and proven_units(11.5) == 12
+    # no bound: None, NaN, infinities and CBC's DBL_MAX when it stopped before searching
+    for value in (None, float("nan"), float("inf"), -float("inf"), 1.7976931348623157e308):
+        assert proven_units(value) is None
+
+
+def test_heuristic_at_the_bound_skips_the_solver():
+    sol = dsa.solve([(0, 2, 3), (2, 4, 3), (1, 3, 4)], "mip")
+    assert sol.status is dsa.Status.OPTIMAL and sol.peak == 7
+    assert sol.stats["solver_status"].startswith("not run")
+
+
+# ---------------------------------------------------------------- time limit
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["highs", "cbc"])
+def test_time_limit_returns_the_incumbent(name):
+    need(name)
+    problem = dsa.data.load("A.1048576").replace(capacity=None)
+    t0 = time.perf_counter()
+    sol = dsa.solve(problem, "mip", backend=name, time_limit=1)
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 1 + 4, elapsed  # the solvers check their clocks between phases; JIT on a cold start
+    assert sol.status is dsa.Status.LIMIT_REACHED and sol.success, sol.message
+    dsa.validate(problem, sol)
+    assert dsa.lower_bound(problem) <= sol.lower_bound < sol.peak <= sol.stats["upper_bound_start"]
+    assert sol.stats["gap"] > 0
+
+
+# ---------------------------------------------------------------- missing backends and solver errors
+@pytest.mark.parametrize("name", sorted(BACKENDS))
+def test_missing_backend_names_the_extra(monkeypatch, name):
+    from dsa.strategies import mip
+
+    module, extra = BACKENDS[name]
+    monkeypatch.setitem(sys.modules, module, None)  # "import module" now raises ImportError
+    with pytest.raises(ImportError, match=rf"pip install 'dsa-planner\[{extra}\]'"):
+        mip.solve(ALIGNED_PAIR, backend=name)
+
+
+def test_registry_names_the_extra_without_scipy(monkeypatch):
+    monkeypatch.setitem(sys.modules, "scipy", None)
+    from dsa.strategies import strategy_info
+
+    assert not strategy_info("mip").available
+    with pytest.raises(ImportError, match=r"pip install 'dsa-planner\[mip\]'"):
+        dsa.solve(ALIGNED_PAIR, "mip")
+
+
+def test_unknown_backend_and_bad_options():
+    with pytest.raises(ValueError, match="valid backends: highs, cbc, gurobi"):
+        dsa.solve(ALIGNED_PAIR, "mip", backend="cplex")
+    with pytest.raises(ValueError, match="mip_rel_gap"):
+        dsa.solve(ALIGNED_PAIR, "mip", mip_rel_gap=-1)
+    with pytest.raises(ValueError, match="own heuristic"):
+        dsa.solve(ALIGNED_PAIR, "mip", heuristic="mip")
+
+
+LICENCE_MESSAGE = "Model too large for size-limited license; visit https://gurobi.com/unrestricted for more information"
+
+
+def _fake_gurobipy():
+    """A stand-in for gurobipy whose optimize() fails as the size-limited pip licence does."""
+    gp = types.ModuleType("gurobipy")
+
+    class GurobiError(Exception):
+        def __init__(self, errno, message):
+            super().__init__(message)
+            self.errno, self.message = errno, message
+
+    class _Params:
+        pass
+
+    class Env:
+        def __init__(self, empty=False):
+            pass
+
+        def setParam(self, *args):
+            pass
+
+        def start(self):
+            pass
+
+        def dispose(self):
+            pass
+
+    class _Var:
+        Start = 0.0
+
+    class Model:
+        def __init__(self, env=None):
+            self.Params = _Params()
+
+        def addVars(self, n, **kw):
+            return {j: _Var() for j in range(n)}
+
+        def addLConstr(self, *args):
+            pass
+
+        def optimize(self):
+            raise GurobiError(10010, LICENCE_MESSAGE)
+
+        def dispose(self):
+            pass
+
+    gp.GurobiError, gp.Env, gp.Model = GurobiError, Env, Model
+    gp.LinExpr = lambda coeffs, xs: None
+    gp.GRB = types.SimpleNamespace(INTEGER="I", CONTINUOUS="C", MINIMIZE=1, LESS_EQUAL="<",
+                                   Status=types.SimpleNamespace(OPTIMAL=2))
+    return gp
+
+
+def _check_licence_error(sol):
+    assert sol.status is dsa.Status.ERROR and not sol.success and sol.offsets is None
+    assert "size-limited" in sol.message and "2000 variables" in sol.message
+    assert "backend='highs'" in sol.message
+
+
+def test_gurobi_licence_error_is_a_clear_message(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gurobipy", _fake_gurobipy())
+    _check_licence_error(dsa.solve(ALIGNED_PAIR, "mip", backend="gurobi"))
+
+
+@pytest.mark.slow
+def test_gurobi_licence_error_on_a_real_large_model():
+    gp = pytest.importorskip("gurobipy", reason="gurobipy is not installed")
+    problem = dsa.data.load("A.1048576").replace(capacity=None)  # about 4800 variables
+    sol = dsa.solve(problem, "mip", backend="gurobi", time_limit=5)
+    if sol.status is not dsa.Status.ERROR:
+        pytest.skip(f"this Gurobi licence is not size-limited (gurobipy {gp.gurobi.version()})")
+    _check_licence_error(sol)
+
+
+def test_import_dsa_loads_no_solver():
+    code = ("import sys, dsa, dsa.strategies.mip; dsa.strategies.strategy_info('mip'); "
+            "print(sorted(m for m in ('scipy', 'mip', 'gurobipy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
