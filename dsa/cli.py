@@ -68,10 +68,12 @@ def _cmd_solve(args) -> int:
 def _cmd_compare(args) -> int:
     import dsa
 
-    strategies = [s.strip() for s in args.strategies.split(",")] if args.strategies else dsa.available_strategies()
-    from dsa.strategies import resolve_name
+    from dsa.strategies import resolve_name, strategy_info
 
-    strategies = [resolve_name(s) for s in strategies]
+    if args.strategies:
+        strategies = [resolve_name(s.strip()) for s in args.strategies.split(",")]
+    else:  # every installed strategy; those meant for small instances only on those
+        strategies = dsa.available_strategies(installed=True)
     paths = _instances(args.inputs, args.bundled)
     header = f"{'instance':<30} {'n':>7} {'LOAD':>12} {'strategy':<18} {'peak':>12} {'peak/LOAD':>9} " \
              f"{'time ms':>9}  valid"
@@ -83,6 +85,9 @@ def _cmd_compare(args) -> int:
         problem = _read(path, args.capacity)
         load = dsa.lower_bound(problem)
         for name in strategies:
+            max_n = strategy_info(name).max_n
+            if not args.strategies and max_n is not None and len(problem) > max_n:
+                continue
             sol = dsa.solve(problem, name, time_limit=args.time_limit, seed=args.seed)
             valid = "yes" if sol.status != dsa.Status.ERROR and sol.offsets is not None else "NO"
             if sol.status in (dsa.Status.NO_FIT, dsa.Status.INFEASIBLE):
@@ -98,9 +103,10 @@ def _cmd_compare(args) -> int:
         print("-" * len(header))
         for name in strategies:
             vals = [r for r in ratios[name] if r == r]
-            mean = sum(vals) / len(vals) if vals else float("nan")
-            print(f"{'mean over ' + str(len(paths)) + ' instances':<30} {'':>7} {'':>12} {name:<18} {'':>12} "
-                  f"{mean:>9.4f}")
+            if not vals:
+                continue
+            print(f"{'mean over ' + str(len(vals)) + ' instances':<30} {'':>7} {'':>12} {name:<18} {'':>12} "
+                  f"{sum(vals) / len(vals):>9.4f}")
     if args.plot and best_overall is not None:
         from dsa.plot import heap_map
 
@@ -198,7 +204,8 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compare", help="compare strategies on instances")
     c.add_argument("inputs", nargs="*", help="CSV or JSON files")
     c.add_argument("--bundled", choices=["all", "minimalloc", "traces"], help="add the bundled instances")
-    c.add_argument("--strategies", help="comma-separated names (default: all)")
+    c.add_argument("--strategies", help="comma-separated names (default: every installed strategy, "
+                                        "each on the instances within its size limit)")
     c.add_argument("--capacity", type=int)
     c.add_argument("--time-limit", type=float)
     c.add_argument("--seed", type=int)

@@ -118,3 +118,24 @@ class _nullcontext:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_compare_runs_each_installed_strategy_within_its_size_limit(capsys, monkeypatch):
+    from dsa import strategies
+    from dsa.strategies import StrategyInfo
+
+    missing = StrategyInfo(name="needs_it", module="dsa.strategies.bump", kind="exact",
+                           requires=("no_such_module_xyz",), extra="nothere", summary="test")
+    tiny_only = StrategyInfo(name="tiny_only", module="dsa.strategies.bump", kind="baseline", max_n=100,
+                             summary="test")
+    monkeypatch.setitem(strategies._REGISTRY, "needs_it", missing)
+    monkeypatch.setitem(strategies._REGISTRY, "tiny_only", tiny_only)
+    monkeypatch.setattr(strategies, "available_strategies",
+                        lambda **kw: [n for n in ("bump", "needs_it", "tiny_only")
+                                      if not kw.get("installed") or strategies._REGISTRY[n].available])
+    monkeypatch.setattr(dsa, "available_strategies", strategies.available_strategies)
+    assert main(["compare", "--bundled", "traces"]) == 0
+    out = capsys.readouterr().out
+    assert "needs_it" not in out
+    rows = [line.split() for line in out.splitlines() if line.split()[3:4] == ["tiny_only"]]
+    assert rows and all(int(r[1]) <= 100 for r in rows)  # only the 78-buffer transformer traces
