@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test bench docs clean
+.PHONY: demo test bench bench-exact docs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ bench: $(PY)
 	$(PIP) -e ".[bench]"
 	$(PY) -m pytest benchmarks -q -p no:cacheprovider --benchmark-columns=mean,stddev,rounds \
 		--benchmark-sort=name --benchmark-json=out/bench.json
+
+# opt-in: exact on the 11 challenging instances, 60 s each (about 2 minutes)
+bench-exact: $(PY)
+	$(PIP) -e .
+	$(PY) benchmarks/exact_challenging.py --time-limit 60 --json out/exact.json
 
 docs: $(PY)
 	$(PIP) -e ".[docs]"

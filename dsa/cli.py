@@ -50,7 +50,7 @@ def _cmd_solve(args) -> int:
     problem = _read(Path(args.input), args.capacity)
     sol = dsa.solve(problem, args.strategy, time_limit=args.time_limit, seed=args.seed)
     print(f"{Path(args.input).name}: n={len(problem)} strategy={sol.strategy} status={sol.status} "
-          f"peak={sol.peak} lower_bound={sol.lower_bound} peak/LB={sol.ratio:.4f} "
+          f"peak={sol.peak} LOAD={dsa.load(problem)} lower_bound={sol.lower_bound} peak/LB={sol.ratio:.4f} "
           f"time={sol.stats['time_s'] * 1e3:.2f} ms")
     print(sol.message)
     if args.output and sol.offsets is not None:
