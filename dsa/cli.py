@@ -47,8 +47,15 @@ def _read(path: Path, capacity):
 def _cmd_solve(args) -> int:
     import dsa
 
+    from dsa.solver import _accepted
+    from dsa.strategies import get_strategy
+
     problem = _read(Path(args.input), args.capacity)
-    sol = dsa.solve(problem, args.strategy, time_limit=args.time_limit, seed=args.seed)
+    options = {}
+    verbose = args.verbose if args.verbose is not None else sys.stderr.isatty()
+    if verbose and "verbose" in _accepted(get_strategy(args.strategy))[0]:
+        options["verbose"] = True  # long searches log their progress on stderr
+    sol = dsa.solve(problem, args.strategy, time_limit=args.time_limit, seed=args.seed, **options)
     print(f"{Path(args.input).name}: n={len(problem)} strategy={sol.strategy} status={sol.status} "
           f"peak={sol.peak} LOAD={dsa.load(problem)} lower_bound={sol.lower_bound} peak/LB={sol.ratio:.4f} "
           f"time={sol.stats['time_s'] * 1e3:.2f} ms")
@@ -198,6 +205,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--time-limit", type=float)
     s.add_argument("--seed", type=int)
     s.add_argument("-o", "--output", help="write the plan (CSV, or JSON by suffix)")
+    s.add_argument("--verbose", "-v", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress of long searches (exact, mip) on stderr (default: when stderr is a terminal)")
     s.add_argument("--plot", help="write a heap map PNG")
     s.set_defaults(func=_cmd_solve)
 

@@ -139,3 +139,14 @@ def test_compare_runs_each_installed_strategy_within_its_size_limit(capsys, monk
     assert "needs_it" not in out
     rows = [line.split() for line in out.splitlines() if line.split()[3:4] == ["tiny_only"]]
     assert rows and all(int(r[1]) <= 100 for r in rows)  # only the 78-buffer transformer traces
+
+
+def test_solve_verbose_logs_the_search_on_stderr(tmp_path, capsys):
+    src = tmp_path / "in.csv"
+    dsa.write_csv(src, dsa.data.load("C.1048576"))
+    assert main(["solve", str(src), "--strategy", "exact", "--time-limit", "10", "--verbose"]) == 0
+    out, err = capsys.readouterr()
+    assert "status=optimal" in out and "LOAD=1039360" in out and err.strip()
+    assert main(["solve", str(src), "--strategy", "exact", "--time-limit", "10", "--no-verbose"]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["solve", str(src), "--strategy", "greedy_by_size", "--verbose"]) == 0  # takes no verbose

@@ -285,3 +285,27 @@ def test_named_greedies_are_presets_of_the_engine(problem):
             preset = dsa.solve(problem, name, fit=fit)
             engine = dsa.solve(problem, "greedy", order=order, fit=fit)
             assert np.array_equal(preset.offsets, engine.offsets), (name, fit)
+
+
+@given(raw=raw_problems(), data=st.data(), validate=st.booleans(), as_solution=st.booleans())
+@settings(max_examples=300)
+def test_no_invalid_plan_is_ever_a_success(raw, data, validate, as_solution):
+    """A strategy that returns anything at all: success is reported only for a valid plan."""
+    from dsa.solution import Status, make_solution
+
+    problem = to_problem(raw)
+    n = len(problem)
+    offsets = data.draw(st.lists(st.integers(-3, 40), min_size=n, max_size=n))
+    claimed = data.draw(st.sampled_from([Status.OPTIMAL, Status.FEASIBLE, Status.LIMIT_REACHED]))
+    bound = data.draw(st.integers(0, 60))
+
+    def hostile(p):
+        if as_solution:
+            return make_solution(p, offsets, strategy="hostile", status=claimed, lower_bound=bound)
+        return offsets
+
+    sol = dsa.solve(problem, hostile, validate=validate)
+    if sol.success:
+        assert validate
+        assert naive_validate(**fields(problem), offsets=sol.offsets.tolist()) == []
+        assert sol.lower_bound <= sol.peak
