@@ -144,3 +144,10 @@ def test_the_time_limit_also_ends_the_portfolio():
     assert time.perf_counter() - t0 < 0.2 + 0.5
     assert sol.success and sol.status is dsa.Status.LIMIT_REACHED and sol.stats["portfolio_cut"]
     assert 1 <= len(sol.stats["peaks"]) < 10**6
+
+
+def test_plain_calls_repeat():
+    """No seed means seed 0: the randomised members (buchsbaum) do not make best vary between calls."""
+    p = dsa.data.load("D.1048576").replace(capacity=None)
+    a, b = (dsa.solve(p, "best", improve=False) for _ in range(2))
+    assert np.array_equal(a.offsets, b.offsets) and a.stats["peaks"] == b.stats["peaks"]

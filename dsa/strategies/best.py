@@ -228,9 +228,10 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
     improve : bool, default True
         Run the improvement phase.
     seed : int, optional
-        Seed of the random orderings and of the improvement phase. With the same seed the plan is the
-        same whenever the improvement phase ends before the time limit (bound reached, or its own
-        stopping rule); a search cut by the clock depends on the machine's speed.
+        Seed of the random orderings, the randomised members and the improvement phase (None means
+        0, so that plain calls repeat). With the same seed the plan is the same whenever the
+        improvement phase ends before the time limit (bound reached, or its own stopping rule); a
+        search cut by the clock depends on the machine's speed.
     sweep : dsa.sweep.Sweep, optional
         The shared planning context (passed by :func:`dsa.solve`).
 
@@ -249,6 +250,7 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
     if not isinstance(restarts, (int, np.integer)) or isinstance(restarts, bool) or restarts < 0:
         raise ValueError(f"restarts must be a non-negative int, got {restarts!r}")
     budget = Budget(time_limit)
+    seed = 0 if seed is None else seed
     sweep = sweep or Sweep(problem)
     if not sweep.dense:
         sweep.overlap  # a portfolio runs many greedy passes: build the graph (and use the kernels) once
