@@ -33,14 +33,18 @@ FLOOR_LOG = 1_000_000       # room for optional floor raises in the kernel's und
 # static preorders (tie-breaks of the dynamic order), as letters: T = largest section total the
 # buffer meets (recomputed from the unplaced sizes for each piece of a decomposition, as MiniMalloc
 # does), W = duration (end - start), C = number of sections spanned, A = area (size x duration),
-# Z = size; all descending. Measured on MiniMalloc's challenging instances at their best known
-# capacities, TWA alone finds 8 of 11 within 0.6M nodes, TAW and TCA find the others.
-HEURISTICS = ("TWA", "TAW", "TCA")
+# Z = size; all descending. Measured on MiniMalloc's challenging instances at LOAD (nodes to a plan,
+# per busy period): TWA solves A, I, K (15k-68k), TAW alone solves B (207k), TWC E and G (<21k),
+# TCA F and H (<2k); no other 3-letter order of T, W, A, C, Z, O, start, end solves B in 100k.
+HEURISTICS = ("TAW", "TWA", "TWC", "TCA")
 SYMMETRY = True            # identical buffers are placed in rank order
 RERANK = 1                 # 0: static ranks; 1: re-rank new pieces (dynamic T); 2: also narrowed groups
-BUDGET0 = 1000             # nodes per probe of the bound in the first round (doubles each round)
+BUDGET0 = 1000             # nodes per probe of the bound in the first round (x GROWTH each round)
 STEP = 0.005               # grid step of the capacities probed, as a fraction of the lower bound
 SCAN0 = 1000               # least nodes per probe of the grid walk below the incumbent
+GROWTH = 3                 # the probe budget is multiplied by this after every round
+MISSES = 2                 # the walk of a round stops after this many capacities in a row hit the limit
+WALK = 1.0                 # nodes of a round's grid walk (per capacity, over the preorders) / budget
 
 
 class _Period:
@@ -310,13 +314,15 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
             progress=None):
     """Improve a plan by probing smaller capacities with a node-limited canonical search.
 
-    Capacities are probed in rounds whose node budget doubles. A round first probes the proven lower
-    bound with every static preorder (a plan there is optimal: the common case on real traces and
-    on MiniMalloc's benchmark), then walks a grid of capacities (``STEP`` x the bound apart) from
-    one below the best peak down to the bound, every preorder at each, with per-probe budgets that
-    add up to about the budget of the first step. A plan found lowers the peak (the walk goes on
-    below it); a search that completes without a plan proves a lower bound. Which capacities are
-    cheap to plan is erratic, so many small probes beat a few large ones.
+    Capacities are probed in rounds whose node budget grows ``GROWTH``-fold. A round first probes
+    the proven lower bound with every static preorder (a plan there is optimal: the common case on
+    real traces and on MiniMalloc's benchmark), then walks a grid of capacities (``STEP`` x the
+    bound apart) from one below the best peak down towards the bound, every preorder at each, with
+    per-probe budgets that add up to about ``WALK`` x the budget (at least ``SCAN0`` each). A plan
+    found lowers the peak (the walk goes on below it); a search that completes without a plan proves
+    a lower bound; the walk of a round ends after ``MISSES`` capacities in a row that no preorder
+    planned within its budget (the next round, with larger budgets, starts again from the top).
+    Which capacities are cheap to plan is erratic, so many small probes beat a few large ones.
 
     Parameters
     ----------
@@ -405,20 +411,23 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
         for h in HEURISTICS:
             if probe(floor(), budget, h) == "stop" or floor() >= state["peak"]:
                 break
-        # 2. a grid from just below the incumbent down to the bound, every preorder at each
-        #    capacity, with budgets that add up to about those of step 1
+        # 2. a grid from just below the incumbent down towards the bound, every preorder at each
+        #    capacity, with budgets that add up to about WALK x budget; it ends after MISSES
+        #    capacities in a row that hit the limit (there the budgets of this round are too small)
         ncaps = max(1, (state["peak"] - 1 - floor()) // step)
-        nb = max(SCAN0, budget // ncaps)
+        nb = max(SCAN0, int(WALK * budget) // ncaps)
         cap = state["peak"] - 1
         outcome = None
-        while floor() < cap < state["peak"] and outcome != "stop":
+        misses = 0
+        while floor() < cap < state["peak"] and outcome != "stop" and misses < MISSES:
             for h in HEURISTICS:
                 outcome = probe(cap, nb, h)
                 if outcome != "limit":
                     break
+            misses = misses + 1 if outcome == "limit" else 0
             cap = min(cap - step, state["peak"] - 1)
         stats["rounds"] = stats.get("rounds", 0) + 1
-        budget *= 2
+        budget *= GROWTH
     peak = state["peak"]
     stats["peak"] = peak
     stats["time"] = time.perf_counter() - t0

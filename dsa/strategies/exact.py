@@ -13,15 +13,16 @@ identical buffers prune the tree. A search that ends without exhausting its node
 Minimisation (no capacity given). The incumbent comes from the cheap portfolio of
 :mod:`dsa.strategies.best` (without its improvement phase); the proven lower bound ``lo`` starts at
 LOAD (and the end of the highest fixed buffer). Then :func:`dsa.strategies._search.improve` (the
-improvement phase of ``best`` too) runs rounds with a node budget that doubles from round to round:
+improvement phase of ``best`` too) runs rounds with a node budget that grows threefold from round to round:
 
 1. probe ``lo`` with every static preorder: a plan there is optimal; a completed search raises
    ``lo`` by one;
 2. scan capacities from just below the incumbent's peak down towards ``lo`` on a grid (0.5 % of the
-   bound), every preorder at each, with budgets that add up to about the budget of step 1; a plan
-   lowers the incumbent (the scan goes on below it), a completed search raises ``lo`` to the probed
-   capacity plus one. Which capacities are easy is erratic (a capacity 1 % lower can take a
-   thousand times fewer nodes), so many small probes beat a few large ones here.
+   bound), every preorder at each, with budgets that add up to about the budget of one probe of
+   step 1; a plan lowers the incumbent (the scan goes on below it), a completed search raises ``lo``
+   to the probed capacity plus one; the scan of a round ends after two capacities in a row that hit
+   the limit. Which capacities are easy is erratic (a capacity 1 % lower can take a thousand times
+   fewer nodes), so many small probes beat a few large ones here.
 
 It stops when ``lo`` reaches the incumbent's peak (status OPTIMAL, ``lower_bound`` = peak) or when
 the time or node limit runs out (LIMIT_REACHED, with the incumbent and the proven ``lower_bound``).
