@@ -12,6 +12,7 @@ from pathlib import Path
 __all__ = ["main"]
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+COMPARE_TIME_LIMIT = 1.0  # seconds per instance for strategies that take a time limit, unless given
 
 
 class _Parser(argparse.ArgumentParser):
@@ -95,7 +96,10 @@ def _cmd_compare(args) -> int:
             max_n = strategy_info(name).max_n
             if not args.strategies and max_n is not None and len(problem) > max_n:
                 continue
-            sol = dsa.solve(problem, name, time_limit=args.time_limit, seed=args.seed)
+            limit = args.time_limit
+            if limit is None and strategy_info(name).time_limit:
+                limit = COMPARE_TIME_LIMIT  # an exact search would otherwise run until its proof
+            sol = dsa.solve(problem, name, time_limit=limit, seed=args.seed)
             valid = "yes" if sol.status != dsa.Status.ERROR and sol.offsets is not None else "NO"
             if sol.status in (dsa.Status.NO_FIT, dsa.Status.INFEASIBLE):
                 valid += f" ({sol.status})"
@@ -216,7 +220,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--strategies", help="comma-separated names (default: every installed strategy, "
                                         "each on the instances within its size limit)")
     c.add_argument("--capacity", type=int)
-    c.add_argument("--time-limit", type=float)
+    c.add_argument("--time-limit", type=float,
+                   help=f"seconds per instance for strategies that take one (default {COMPARE_TIME_LIMIT:g})")
     c.add_argument("--seed", type=int)
     c.add_argument("--plot", help="write the heap map of the case with the worst peak/LOAD to this PNG")
     c.set_defaults(func=_cmd_compare)
