@@ -125,7 +125,8 @@ def finalize(problem, solution: Solution, lower_bound: int, *, error: str | None
     ``lower_bound`` is the front end's bound (LOAD and the fixed buffers); the final bound is the
     larger of it and the bound the strategy proved (``solution.lower_bound``). ``error`` is a
     validation failure message (the plan is then reported as ERROR). ``checked=False`` (the plan was
-    not validated) turns what would be a success into ``UNCHECKED``. ``stats["gap"]`` is
+    not validated) turns what would be a success into ``UNCHECKED`` (the status it would have had is
+    kept in ``stats["unchecked_status"]``). ``stats["gap"]`` is
     ``(peak - lower_bound) / peak``, the relative distance to optimal that remains unproven.
     """
     offsets = solution.offsets
@@ -162,6 +163,7 @@ def finalize(problem, solution: Solution, lower_bound: int, *, error: str | None
             if lower_bound else f"feasible: peak {peak}"
     success = offsets is not None and status in (Status.OPTIMAL, Status.FEASIBLE, Status.LIMIT_REACHED)
     if success and not checked:
+        stats["unchecked_status"] = status.value  # what a validated plan would have been reported as
         status, success = Status.UNCHECKED, False
         message = "not validated (validate=False): check the plan with dsa.validate before using it"
     if peak is not None and status is not Status.ERROR:

@@ -323,6 +323,7 @@ def test_no_unvalidated_plan_is_a_success(strategy):
     """validate=False: even a good plan comes back UNCHECKED, never success=True."""
     sol = dsa.solve([(0, 2, 3), (1, 3, 3)], strategy, validate=False)
     assert sol.status is dsa.Status.UNCHECKED and not sol.success
+    assert sol.stats["unchecked_status"] == dsa.solve([(0, 2, 3), (1, 3, 3)], strategy).status.value
     dsa.validate([(0, 2, 3), (1, 3, 3)], sol)  # and the user can check it
 
 
