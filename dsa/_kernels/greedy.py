@@ -60,30 +60,33 @@ def place(order, sizes, aligns, offsets, indptr, indices, best_fit):
                 lo[k] = offsets[j]
                 hi[k] = offsets[j] + sizes[j]
                 k += 1
-        best = -1
-        if k > 0:
-            _sort_by_lo(lo, hi, k)
-            best_gap = np.int64(-1)
-            prev = np.int64(0)
-            for t in range(k):
-                o = lo[t]
-                cand = (prev + a - 1) // a * a
-                if o - cand >= size:
-                    gap = o - cand
-                    if not best_fit:
-                        best = cand
-                        break
-                    if best < 0 or gap < best_gap:
-                        best = cand
-                        best_gap = gap
-                if hi[t] > prev:
-                    prev = hi[t]
-            if best < 0:
-                best = (prev + a - 1) // a * a
-        else:
-            best = 0
-        offsets[r] = best
+        _sort_by_lo(lo, hi, k)
+        offsets[r] = _choose(lo, hi, k, size, a, best_fit)
     return offsets
+
+
+@njit(cache=True, nogil=True)
+def _choose(lo, hi, k, size, a, best_fit):
+    """The offset for a row of ``size`` (alignment ``a``) among ``k`` obstacles ``[lo, hi)`` sorted by
+    ``lo``: the smallest fitting gap (``best_fit``; ties to the lowest) or the lowest fitting gap,
+    gaps starting at 0 and aligned up; on top of the highest obstacle when no gap fits."""
+    best = np.int64(-1)
+    best_gap = np.int64(-1)
+    prev = np.int64(0)
+    for t in range(k):
+        cand = (prev + a - 1) // a * a
+        gap = lo[t] - cand
+        if gap >= size:
+            if not best_fit:
+                return cand
+            if best < 0 or gap < best_gap:
+                best = cand
+                best_gap = gap
+        if hi[t] > prev:
+            prev = hi[t]
+    if best < 0:
+        best = (prev + a - 1) // a * a
+    return best
 
 
 @njit(cache=True, nogil=True)
@@ -105,48 +108,35 @@ def place_dense(order, starts, ends, sizes, aligns, offsets, best_fit):
     if m > 1:
         by = np.argsort(offsets[lst[:m]], kind="mergesort")
         lst[:m] = lst[:m][by]
+    lo = np.empty(n, dtype=np.int64)
+    hi = np.empty(n, dtype=np.int64)
     for r in order:
         size = sizes[r]
         if size == 0:
             offsets[r] = 0
             continue
-        a = aligns[r]
         s = starts[r]
         e = ends[r]
-        best = np.int64(-1)
-        best_gap = np.int64(-1)
-        prev = np.int64(0)
-        for t in range(m):
+        k = 0
+        for t in range(m):  # the placed rows that meet r, already in offset order
             j = lst[t]
-            if starts[j] >= e or ends[j] <= s:
-                continue
-            o = offsets[j]
-            cand = (prev + a - 1) // a * a
-            if o - cand >= size:
-                gap = o - cand
-                if not best_fit:
-                    best = cand
-                    break
-                if best < 0 or gap < best_gap:
-                    best = cand
-                    best_gap = gap
-            top = o + sizes[j]
-            if top > prev:
-                prev = top
-        if best < 0:
-            best = (prev + a - 1) // a * a
+            if starts[j] < e and ends[j] > s:
+                lo[k] = offsets[j]
+                hi[k] = offsets[j] + sizes[j]
+                k += 1
+        best = _choose(lo, hi, k, size, aligns[r], best_fit)
         offsets[r] = best
         # insert r after the rows whose offset is at most its own (binary search, then shift)
-        lo = 0
-        hi = m
-        while lo < hi:
-            mid = (lo + hi) // 2
+        left = 0
+        right = m
+        while left < right:
+            mid = (left + right) // 2
             if offsets[lst[mid]] <= best:
-                lo = mid + 1
+                left = mid + 1
             else:
-                hi = mid
-        for t in range(m, lo, -1):
+                right = mid
+        for t in range(m, left, -1):
             lst[t] = lst[t - 1]
-        lst[lo] = r
+        lst[left] = r
         m += 1
     return offsets
