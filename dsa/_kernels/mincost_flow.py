@@ -14,6 +14,7 @@ heap instead of a dense scan.
 """
 import numpy as np
 from dsa._kernels import njit
+from dsa._kernels.greedy import _choose, _sort_by_lo
 
 _INF = np.iinfo(np.int64).max
 
@@ -360,26 +361,8 @@ def place_objects(order, obj_ptr, members, obj_size, obj_align, sizes, offsets, 
                     lo[k] = offsets[y]
                     hi[k] = offsets[y] + sizes[y]
                     k += 1
-        best = np.int64(0)
-        if k > 0:
-            idx = np.argsort(lo[:k])
-            best = -1
-            best_gap = np.int64(-1)
-            prev = np.int64(0)
-            for t in range(k):
-                lo_t = lo[idx[t]]
-                cand = (prev + a - 1) // a * a
-                if lo_t - cand >= size:
-                    if not best_fit:
-                        best = cand
-                        break
-                    if best < 0 or lo_t - cand < best_gap:
-                        best = cand
-                        best_gap = lo_t - cand
-                if hi[idx[t]] > prev:
-                    prev = hi[idx[t]]
-            if best < 0:
-                best = (prev + a - 1) // a * a
+        _sort_by_lo(lo, hi, k)
+        best = _choose(lo, hi, k, size, a, best_fit)  # the greedy engine's gap rule
         for p in range(obj_ptr[o], obj_ptr[o + 1]):
             offsets[members[p]] = best
     return offsets
