@@ -1,8 +1,9 @@
 """Build, cache and locate the native allocator library for the installed torch.
 
-The allocator (``dsa/_native/dsa_alloc.cpp``) is a small C++20 library with a C interface. It
-includes only c10's allocator header and ATen's ``record_function.h`` -- not
-``torch/extension.h`` -- so a cold build takes seconds. C++ headers of torch are not ABI-stable,
+The allocator (``dsa/_native/dsa_alloc.cpp``) is a small C++20 library with a C interface; its
+per-call path (``dsa/_native/dsa_fast.cpp``) is compiled into the same library, which is also a
+CPython extension module (``_dsa_fast``). They include c10 and ATen headers and ``Python.h`` --
+not ``torch/extension.h`` -- so a cold build takes seconds. C++ headers of torch are not ABI-stable,
 so the library is cached per torch version, torch commit, C++ ABI flag, machine, compiler and
 source hash, in ``$DSA_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/dsa`` (``~/.cache/dsa``).
 
@@ -17,12 +18,13 @@ import platform
 import shlex
 import shutil
 import subprocess
+import sysconfig
 import tempfile
 import time
 from importlib import resources
 from pathlib import Path
 
-SOURCE = "dsa_alloc.cpp"
+SOURCES = ("dsa_alloc.cpp", "dsa_fast.cpp")  # one library: the allocator and its CPython call path
 _COMPILERS = ("g++", "c++", "clang++")
 _INSTALL_HINT = ("install a C++20 compiler (Debian/Ubuntu: 'apt install g++'; Fedora: 'dnf install "
                  "gcc-c++'; conda: 'conda install -c conda-forge gxx') or point DSA_CXX at one")
@@ -90,24 +92,27 @@ def _split(compiler: str) -> list[str]:
     return words
 
 
-def _command(compiler: str, source: Path, output: Path) -> list[str]:
+def _command(compiler: str, sources: list[Path], output: Path) -> list[str]:
     torch, include, lib = _torch_paths()
     abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
+    # Python's symbols are resolved from the running interpreter at load time (as for any extension)
     return [*_split(compiler), "-std=c++20", "-O2", "-fPIC", "-shared", "-fvisibility=hidden",
-            f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-I", str(include), "-o", str(output), str(source),
-            "-L", str(lib), "-lc10", "-ltorch_cpu", f"-Wl,-rpath,{lib}"]
+            f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-I", str(include), "-I", sysconfig.get_paths()["include"],
+            "-o", str(output), *map(str, sources), "-L", str(lib), "-lc10", "-ltorch_cpu", f"-Wl,-rpath,{lib}"]
 
 
-def _source_bytes() -> bytes:
-    return resources.files("dsa._native").joinpath(SOURCE).read_bytes()
+def _source_bytes(name: str) -> bytes:
+    return resources.files("dsa._native").joinpath(name).read_bytes()
 
 
 def _key(compiler: str) -> str:
     torch, _, _ = _torch_paths()
     digest = hashlib.sha256()
-    digest.update(_source_bytes())
+    for name in SOURCES:
+        digest.update(_source_bytes(name))
     digest.update(compiler.encode())
-    digest.update(" ".join(_command("CXX", Path("src"), Path("out"))).encode())
+    digest.update(" ".join(_command("CXX", [Path(s) for s in SOURCES], Path("out"))).encode())
+    digest.update(sysconfig.get_config_var("EXT_SUFFIX").encode())  # the CPython ABI of dsa_fast.cpp
     version = torch.__version__.replace("+", "_")
     abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
     git = (getattr(torch.version, "git_version", "") or "")[:12]
@@ -167,10 +172,11 @@ def _build(compiler: str, path: Path, partial: Path) -> float:
     directory = path.parent
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dsa-build-") as tmp:
-        source = Path(tmp) / SOURCE
-        source.write_bytes(_source_bytes())
+        sources = [Path(tmp) / name for name in SOURCES]
+        for source in sources:
+            source.write_bytes(_source_bytes(source.name))
         staged = Path(tmp) / path.name
-        cmd = _command(compiler, source, staged)
+        cmd = _command(compiler, sources, staged)
         try:
             done = subprocess.run(cmd, capture_output=True, text=True)
         except OSError as exc:  # the compiler named by DSA_CXX/CXX does not exist

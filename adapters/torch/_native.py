@@ -83,6 +83,7 @@ class BuildInfo:
 _lock = threading.Lock()
 _lib = None
 _info: BuildInfo | None = None
+_fast = None  # the _dsa_fast module, or False when its tensor layout check failed
 
 
 def lib():
@@ -118,6 +119,35 @@ def lib():
         _info = BuildInfo(str(path), seconds is not None, seconds)
         _lib = handle
         return handle
+
+
+def _layout_ok(module) -> bool:
+    """Whether the tensor layout dsa_fast.cpp reads agrees with ``Tensor._cdata`` (checked without
+    dereferencing anything) on tensors of several kinds."""
+    import torch
+
+    probes = [torch.empty(0), torch.zeros(3, 4, dtype=torch.float64).t(), torch.ones(2, requires_grad=True),
+              torch.arange(5)[1:]]
+    return all(module.impl_address(t) == t._cdata for t in probes)
+
+
+def fast():
+    """The ``_dsa_fast`` extension module (the per-call path of :mod:`.attach`), or None when it
+    cannot be trusted with this torch build (then every call takes the Python path)."""
+    global _fast
+    if _fast is None:
+        import importlib.machinery
+        import importlib.util
+
+        lib()
+        with _lock:
+            if _fast is None:
+                loader = importlib.machinery.ExtensionFileLoader("_dsa_fast", _info.path)
+                spec = importlib.util.spec_from_file_location("_dsa_fast", _info.path, loader=loader)
+                module = importlib.util.module_from_spec(spec)
+                loader.exec_module(module)
+                _fast = module if _layout_ok(module) else False
+    return _fast or None
 
 
 def build_info() -> BuildInfo:

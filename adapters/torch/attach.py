@@ -24,6 +24,13 @@ served at ``slab + offset[k]``. Safety rules, enforced in the native allocator:
 
 The plan cache is bounded (``max_signatures``, ``max_slab_bytes``; least recently used first), and
 signatures that never repeat stop being planned at their first call (see :func:`attach`).
+
+Per-call cost: once a signature has replayed on a thread, its later calls there are served by a
+native dispatcher (``dsa_fast.cpp``, compiled into the allocator's library) that computes the
+signature from the tensors' metadata, starts the replay, calls the model and ends the replay
+without running Python code of ours and without a lock of ours (a fraction of a microsecond).
+Keyword arguments, non-tensor or non-CPU arguments, hooks on the wrapper and every call that needs
+a decision (a new signature, a fallback, a cache limit) take the Python path described above.
 """
 from __future__ import annotations
 
@@ -110,6 +117,7 @@ class _Entry:
     stale: bool = False  # a replay missed: profile again on the next call
     calls: int = 1  # calls with this signature since it was planned
     escaped: frozenset = frozenset()  # allocation indices learned to escape a pass
+    key: object = None  # the signature it is cached under (set when installed)
 
     @property
     def slab_bytes(self) -> int:
@@ -232,8 +240,47 @@ class AttachedModule(torch.nn.Module):
         self._deferring = False  # signatures do not repeat: plan a signature at its second call
         self._seen: OrderedDict = OrderedDict()  # hashes of signatures seen once, not planned
         self._seen_limit = 4 * (max_signatures or DEFAULT_MAX_SIGNATURES)
+        # the per-call path: a native dispatcher that replays bound signatures without running
+        # Python, and hands every other call to nn.Module.__call__ (hooks, then forward below)
+        fast = _native.fast()
+        self.__dict__["_fast"] = None
+        self.__dict__["_dispatch"] = self._slow_call
+        if fast is not None:
+            from torch.nn.modules import module as _module
+
+            hooks = (_module._global_forward_hooks, _module._global_forward_pre_hooks,
+                     _module._global_backward_hooks, _module._global_backward_pre_hooks)
+            self._fast = self._dispatch = fast.Dispatcher(model, self._slow_call, self._after_fast, owner,
+                                                          self.__dict__, hooks, torch.Tensor)
 
     # ------------------------------------------------------------------ calls
+    def __call__(self, *args, **kwargs):
+        return self._dispatch(*args, **kwargs)
+
+    def _slow_call(self, *args, **kwargs):
+        return torch.nn.Module.__call__(self, *args, **kwargs)
+
+    def _after_fast(self, entry: _Entry, slab: int, result: int) -> None:
+        """A pass replayed by the dispatcher fell back or let blocks escape."""
+        self._after_pass(entry.key, entry, slab, result)
+
+    def _unbind(self) -> None:
+        """Forget the dispatcher's bindings (the caches changed); calls refill them."""
+        if self._fast is not None:
+            self._fast.clear()
+
+    def _sync(self) -> None:
+        """Fold the dispatcher's call counts and recency into the caches (lock held)."""
+        if self._fast is None:
+            return
+        entries, resident = self._handles.entries, self._handles.resident
+        for entry, slab, calls, _ in sorted(self._fast.sync(), key=lambda r: r[3]):
+            entry.calls += calls
+            if entries.get(entry.key) is entry:
+                entries.move_to_end(entry.key)
+            if slab in resident:
+                resident.move_to_end(slab)
+
     def forward(self, *args, **kwargs):
         if self._detached:
             return self.module(*args, **kwargs)
@@ -269,6 +316,7 @@ class AttachedModule(torch.nn.Module):
         planned at its second call, and the first runs eagerly.
         """
         with self._lock:
+            self._sync()
             if not self._deferring:
                 fresh = self._fresh
                 if len(fresh) < fresh.maxlen or any(e.calls > 1 for e in fresh):
@@ -302,8 +350,11 @@ class AttachedModule(torch.nn.Module):
     def _install(self, key, entry: _Entry) -> None:
         """Put ``entry`` in the cache under ``key`` (lock held), evicting the least recently used
         signatures beyond ``max_signatures``."""
+        self._sync()
+        self._unbind()
         entries = self._handles.entries
         current = entries.pop(key, None)
+        entry.key = key
         entries[key] = entry
         if current is not None and current is not entry:
             self._handles.release_entry(current)
@@ -358,6 +409,7 @@ class AttachedModule(torch.nn.Module):
                 entries.move_to_end(key)
             elif entry.plan is None:  # evicted or replanned meanwhile
                 return
+            self._sync()
             handles = self._handles
             if slab in handles.resident:
                 handles.resident.move_to_end(slab)
@@ -368,6 +420,7 @@ class AttachedModule(torch.nn.Module):
             while limit is not None and handles.resident_bytes > limit and len(handles.resident) > 1:
                 victim = next(iter(handles.resident))
                 handles.forget_slab(victim)
+                self._unbind()  # a trimmed slab goes back through here (and is counted) when used again
                 if lib.dsa_slab_trim(victim):
                     self._stats["slab_trims"] += 1
             self._mru_slab = slab
@@ -383,12 +436,16 @@ class AttachedModule(torch.nn.Module):
             self._count("eager_calls")
             return self.module(*args, **kwargs)
         entry.calls += 1
+        result = -1
         try:
             return self.module(*args, **kwargs)
         finally:
             result = lib.dsa_replay_end(session)
             if result > 0:
                 self._after_pass(key, entry, slab, result)
+            elif result == 0 and self._fast is not None and not kwargs and self._handles.entries.get(key) is entry:
+                # it followed its plan: the dispatcher serves this signature on this thread from now on
+                self._fast.bind(args, slab, entry)
 
     def _after_pass(self, key, entry: _Entry, slab, result: int) -> None:
         """A replay fell back, or slab blocks outlived it: learn, and replan or give up."""
@@ -406,6 +463,7 @@ class AttachedModule(torch.nn.Module):
         with self._lock:
             if entry.plan is None or self._handles.entries.get(key) is not entry:
                 return  # already replanned, evicted or given up
+            self._unbind()
             entry.escaped = escaped
             if entry.replans >= self._max_replans:
                 warnings.warn(f"the plan for this signature missed {entry.replans + 1} times ({what}); "
@@ -502,6 +560,9 @@ class AttachedModule(torch.nn.Module):
         """
         self._detached = True
         with self._lock:
+            self._unbind()
+            if self._fast is not None:
+                self._fast.enabled = False
             self._handles.release()
             self._seen.clear()
             self._fresh.clear()
