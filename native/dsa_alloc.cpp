@@ -55,6 +55,10 @@ c10::Allocator* g_prev = nullptr;         // the allocator installed before ours
 c10::DeleterFnPtr g_prev_delete = nullptr;
 std::atomic<int> g_sessions{0};           // open profile + replay sessions
 std::atomic<int> g_profiling{0};          // open profile sessions
+// allocations made while a session was open, on threads without one (intra-op
+// workers, other Python threads): they go to the default allocator
+std::atomic<int64_t> g_other_allocs{0};
+std::atomic<int64_t> g_other_bytes{0};
 
 uint64_t this_thread_id() {
   return static_cast<uint64_t>(std::hash<std::thread::id>{}(std::this_thread::get_id()));
@@ -477,6 +481,8 @@ struct DsaAllocator final : c10::Allocator {
     if (g_sessions.load(std::memory_order_relaxed) != 0) {
       if (Replay* r = t_replay) return replay_alloc(r, n);
       if (Profile* p = t_profile) return profile_alloc(p, n);
+      g_other_allocs.fetch_add(1, std::memory_order_relaxed);
+      g_other_bytes.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
     }
     // Passthrough: hand the allocation on untouched, but with our deleter
     // when a session might need to see the free.
@@ -570,6 +576,13 @@ int dsa_install() {
     g_install_status = 1;
   }
   return g_install_status;
+}
+
+// Allocations (out[0]) and bytes (out[1]) that threads without a session made
+// while some session was open; they went to the default allocator.
+void dsa_other_threads(int64_t* out) {
+  out[0] = g_other_allocs.load(std::memory_order_relaxed);
+  out[1] = g_other_bytes.load(std::memory_order_relaxed);
 }
 
 // A session already open on this thread (profile or replay)?

@@ -224,3 +224,31 @@ def test_the_layout_check_reads_the_tensor_pointer():
     t = torch.randn(3)
     assert fast.impl_address(t) == t._cdata
     assert fast.impl_address(object()) is None  # an object too small to hold one is not read
+
+
+
+def test_allocations_of_threads_without_a_session_are_counted():
+    started, finished = threading.Event(), threading.Event()
+
+    class Waits(torch.nn.Module):
+        def forward(self, x):
+            h = x * 2
+            started.set()
+            assert finished.wait(10)
+            return h + 1
+
+    def other_thread():
+        assert started.wait(10)
+        torch.empty(1000, dtype=torch.float32).fill_(1)  # 4000 bytes while the session is open
+        finished.set()
+
+    m = attach(Waits())
+    before = _native.other_threads()
+    t = threading.Thread(target=other_thread)
+    t.start()
+    with torch.inference_mode():
+        out = m(torch.ones(8))
+    t.join()
+    after = _native.other_threads()
+    assert torch.equal(out, torch.full((8,), 3.0))
+    assert after[0] - before[0] >= 1 and after[1] - before[1] >= 4000

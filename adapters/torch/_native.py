@@ -19,6 +19,7 @@ _SIGNATURES = {
     "dsa_last_error": ([], ctypes.c_char_p),
     "dsa_install": ([], ctypes.c_int),
     "dsa_thread_busy": ([], ctypes.c_int),
+    "dsa_other_threads": ([_p], None),
     "dsa_profile_begin": ([], _p),
     "dsa_profile_end": ([_p], _i64),
     "dsa_profile_clock": ([_p], _i64),
@@ -56,6 +57,15 @@ def slab_escaped(slab) -> np.ndarray:
     out = np.empty(max(n, 1), np.int64)
     n = lib().dsa_slab_escaped(slab, out.ctypes.data, len(out))
     return out[:n]
+
+
+def other_threads() -> tuple[int, int]:
+    """``(allocations, bytes)`` that threads without a dsa session (intra-op workers, other Python
+    threads) made while some session was open, since the library was loaded; process-wide. They
+    are served by the default allocator: a worker thread's allocation cannot be tied to one pass."""
+    out = np.zeros(2, np.int64)
+    lib().dsa_other_threads(out.ctypes.data)
+    return int(out[0]), int(out[1])
 
 
 def slab_counters(slab) -> Counters:
