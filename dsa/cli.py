@@ -45,6 +45,39 @@ def _read(path: Path, capacity):
     return problem
 
 
+def _plot(problem, sol, path: str, source: Path, title: str) -> None:
+    """Write the heap map of ``sol`` to ``path``: an HTML page for ``.html``/``.htm``, else matplotlib.
+
+    For an HTML page of a CSV with a ``stack`` column (an adapter trace written by ``Trace.to_csv``),
+    the op stacks go into the tooltips.
+    """
+    from dsa.plot import _output_format, heap_map
+
+    stacks = _csv_op_stacks(source, len(problem)) if _output_format(None, path) == "html" else None
+    heap_map(problem, sol, path=path, title=title, op_stacks=stacks)
+
+
+def _csv_op_stacks(path: Path, n: int) -> list | None:
+    """The ``stack`` column of a CSV (ops joined by ``" > "``), one tuple per row; None if there is none."""
+    import csv
+
+    if path.suffix.lower() != ".csv":
+        return None
+    try:
+        with open(path, newline="") as f:
+            reader = csv.reader(f)
+            header = [name.strip().lower() for name in next(reader, [])]
+            if "stack" not in header:
+                return None
+            k = header.index("stack")
+            rows = [r for r in reader if any(cell.strip() for cell in r)]  # the rows dsa.read_csv keeps
+    except (OSError, ValueError, csv.Error):  # the stacks are a nicety: the plan is drawn without them
+        return None
+    if len(rows) != n:
+        return None
+    return [tuple(op.strip() for op in r[k].split(" > ") if op.strip()) if k < len(r) else () for r in rows]
+
+
 def _cmd_solve(args) -> int:
     import dsa
 
@@ -66,9 +99,7 @@ def _cmd_solve(args) -> int:
         (dsa.write_json if out.suffix.lower() == ".json" else dsa.write_csv)(out, problem, sol)
         print(f"plan written to {out}")
     if args.plot and sol.offsets is not None:
-        from dsa.plot import heap_map
-
-        heap_map(problem, sol, path=args.plot, title=f"{Path(args.input).stem}: {sol.strategy}")
+        _plot(problem, sol, args.plot, Path(args.input), f"{Path(args.input).stem}: {sol.strategy}")
         print(f"heap map written to {args.plot}")
     return EXIT_OK if sol.success else EXIT_INVALID
 
@@ -109,7 +140,7 @@ def _cmd_compare(args) -> int:
                   f"{ratio:>9.4f} {sol.stats['time_s'] * 1e3:>9.2f}  {valid}")
             if args.plot and sol.offsets is not None and (best_overall is None or ratio > best_overall[0]) \
                     and name != "bump":
-                best_overall = (ratio, problem, sol, path.stem)
+                best_overall = (ratio, problem, sol, path)
     if len(paths) > 1:
         print("-" * len(header))
         for name in strategies:
@@ -119,12 +150,10 @@ def _cmd_compare(args) -> int:
             print(f"{'mean over ' + str(len(vals)) + ' instances':<30} {'':>7} {'':>12} {name:<18} {'':>12} "
                   f"{sum(vals) / len(vals):>9.4f}")
     if args.plot and best_overall is not None:
-        from dsa.plot import heap_map
-
-        ratio, problem, sol, stem = best_overall
+        ratio, problem, sol, path = best_overall
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-        heap_map(problem, sol, path=args.plot, title=f"{stem}: {sol.strategy} (peak/LOAD {ratio:.3f})")
-        print(f"heap map of the hardest case ({stem}, {sol.strategy}) written to {args.plot}")
+        _plot(problem, sol, args.plot, path, f"{path.stem}: {sol.strategy} (peak/LOAD {ratio:.3f})")
+        print(f"heap map of the hardest case ({path.stem}, {sol.strategy}) written to {args.plot}")
     return EXIT_OK
 
 
@@ -211,7 +240,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", help="write the plan (CSV, or JSON by suffix)")
     s.add_argument("--verbose", "-v", action=argparse.BooleanOptionalAction, default=None,
                    help="progress of long searches (exact, mip) on stderr (default: when stderr is a terminal)")
-    s.add_argument("--plot", help="write a heap map PNG")
+    s.add_argument("--plot", help="write a heap map: an interactive page for a .html path, else an image "
+                                  "(PNG, SVG or PDF by suffix)")
     s.set_defaults(func=_cmd_solve)
 
     c = sub.add_parser("compare", help="compare strategies on instances")
@@ -223,7 +253,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--time-limit", type=float,
                    help=f"seconds per instance for strategies that take one (default {COMPARE_TIME_LIMIT:g})")
     c.add_argument("--seed", type=int)
-    c.add_argument("--plot", help="write the heap map of the case with the worst peak/LOAD to this PNG")
+    c.add_argument("--plot", help="write the heap map of the case with the worst peak/LOAD to this file "
+                                  "(.html: an interactive page; else PNG, SVG or PDF by suffix)")
     c.set_defaults(func=_cmd_compare)
 
     v = sub.add_parser("validate", help="check a plan against an instance")

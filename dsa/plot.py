@@ -1,39 +1,132 @@
-"""Heap maps: a picture of a plan (requires matplotlib: ``pip install dsa-planner[plot]``)."""
+"""Heap maps: a picture of a plan.
+
+Two outputs: a static figure drawn with matplotlib (PNG, SVG or PDF; requires matplotlib:
+``pip install dsa-planner[plot]``), and an interactive, self-contained HTML page (no extra
+dependency) with zoom, pan and a tooltip per buffer.
+"""
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
 __all__ = ["heap_map"]
 
+_HTML_SUFFIXES = (".html", ".htm")
+_FORMATS = ("html", "png", "svg", "pdf")
 
-def heap_map(problem, solution, path=None, *, ax=None, title: str | None = None):
+
+def _output_format(format, path) -> str | None:
+    """``"html"``, a matplotlib format, or None (matplotlib, format from the path's suffix)."""
+    if format is None:
+        if path is not None and Path(path).suffix.lower() in _HTML_SUFFIXES:
+            return "html"
+        return None
+    fmt = format.lower().lstrip(".") if isinstance(format, str) else format
+    if fmt not in _FORMATS:
+        raise ValueError(f"unknown heap map format {format!r}; choose one of {', '.join(map(repr, _FORMATS))}")
+    return fmt
+
+
+def heap_map(problem, solution, path=None, *, ax=None, title: str | None = None, format: str | None = None,
+             op_stacks=None):
     """Draw a plan: time on x, address on y, one rectangle per buffer.
 
     A dashed line marks LOAD (the lower bound), a solid one the peak, and a thin step line the bytes
     alive at each time: the space between that line and the rectangles' upper edge is fragmentation.
 
+    With ``format="html"`` (or a ``path`` ending in ``.html``) the plan becomes one interactive page
+    instead of a matplotlib figure: see Notes.
+
     Parameters
     ----------
     problem : Problem
     solution : Solution or array_like of int
-        A solution or the offsets, one per row.
+        A solution or the offsets, one per row. A :class:`~dsa.Solution` also gives the strategy,
+        the status and the proven lower bound shown on the page.
     path : str or path-like, optional
-        Write the figure there (PNG, SVG or PDF, by suffix) and close it.
+        Write the figure there and close it: PNG, SVG or PDF by suffix, or the HTML page for a
+        ``.html``/``.htm`` suffix (unless ``format`` says otherwise).
     ax : matplotlib.axes.Axes, optional
-        Draw into this axes instead of a new figure.
+        Draw into this axes instead of a new figure (matplotlib output only).
     title : str, optional
+        Default: ``"heap map: <strategy>"``.
+    format : {None, "html", "png", "svg", "pdf"}, optional
+        The output. None (the default) draws with matplotlib, except that a ``path`` ending in
+        ``.html`` or ``.htm`` selects ``"html"``. ``"png"``, ``"svg"`` and ``"pdf"`` draw with
+        matplotlib and save in that format whatever the suffix. Case-insensitive.
+    op_stacks : sequence or Trace, optional
+        Where each buffer came from, shown in the HTML tooltip (matplotlib output ignores it). Either
+        one entry per row: a sequence of op names, outermost first (a tuple of ``str``), a single
+        string (one label), or None (nothing known); or a :class:`dsa.adapters.torch.Trace`, whose
+        ``stacks`` are matched to the rows by ``problem.ids`` (the allocation indices that
+        :meth:`Trace.to_problem` gives as ids, as ints or as their decimal text).
 
     Returns
     -------
-    matplotlib.figure.Figure
+    matplotlib.figure.Figure or pathlib.Path or str
+        The figure (matplotlib output); the path written (HTML with a ``path``); or the page
+        itself as a string (HTML without a ``path``).
 
     Raises
     ------
     ImportError
-        If matplotlib is not installed (the message names the ``plot`` extra).
+        If matplotlib is not installed (the message names the ``plot`` extra); never for HTML.
     ValueError
-        If the number of offsets does not match the problem.
+        If the number of offsets does not match the problem, if the solution holds no plan, if
+        ``format`` is not one of the values above (the message names it), if ``ax`` is given with
+        HTML output, or if ``op_stacks`` does not give one entry per row (or, for a Trace, a row's
+        id is not one of its allocations).
+
+    Notes
+    -----
+    The HTML page needs nothing but a browser: its data (as JSON) and its script are inline, and it
+    loads nothing from the network. Every buffer is a rectangle drawn on a canvas; hovering one
+    shows its id, size, lifetime, offset and op stack. The mouse wheel zooms both axes around the
+    cursor (Shift+wheel: time only, Alt+wheel: address only; buttons select the axes the wheel zooms
+    by default), dragging pans, Shift+drag zooms to a box, and *Reset view*, double-click or the key
+    ``0`` show the whole plan again. The header gives peak, LOAD, peak/LOAD, the proven lower bound
+    (when above LOAD), the capacity, strategy, status and time.
+
+    For automated checks, a URL fragment ``#hover=<row>`` makes the page point at that row once
+    loaded (zooming in first if its rectangle is too small) by sending a synthetic ``mousemove``
+    event through the normal handler. ``<body>`` carries ``data-status="ok"`` once drawn (or
+    ``"error"`` with ``data-error``), and ``data-hover-row`` while a tooltip is shown; the
+    ``#plot`` element carries the visible ranges as ``data-view="t0,t1,a0,a1"``.
+
+    Examples
+    --------
+    >>> import dsa
+    >>> from dsa.plot import heap_map
+    >>> problem = dsa.Problem([0, 0, 3], [3, 5, 5], [4, 2, 4], ids=["a", "b", "c"])
+    >>> page = heap_map(problem, dsa.solve(problem), format="html",
+    ...                 op_stacks=[("aten::linear", "aten::addmm"), None, "aten::relu"])
+    >>> page.startswith("<!DOCTYPE html>"), "aten::addmm" in page
+    (True, True)
     """
+    fmt = _output_format(format, path)
+    offsets = getattr(solution, "offsets", solution)
+    if offsets is None:
+        raise ValueError("the solution holds no plan (offsets is None)")
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if offsets.shape != (len(problem),):
+        raise ValueError(f"expected {len(problem)} offsets, got shape {offsets.shape}")
+    if fmt == "html":
+        if ax is not None:
+            raise ValueError("ax draws with matplotlib; it cannot be combined with the HTML output")
+        from dsa._heap_html import render_page
+
+        page = render_page(problem, offsets, solution=solution,
+                           title=title, op_stacks=op_stacks)
+        if path is None:
+            return page
+        path = Path(path)
+        path.write_text(page, encoding="utf-8")
+        return path
+    return _matplotlib_map(problem, solution, offsets, path, ax=ax, title=title, format=fmt)
+
+
+def _matplotlib_map(problem, solution, offsets, path, *, ax, title, format):
     try:
         import matplotlib
 
@@ -44,13 +137,6 @@ def heap_map(problem, solution, path=None, *, ax=None, title: str | None = None)
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("heap_map needs matplotlib: pip install 'dsa-planner[plot]'") from exc
     from dsa.bounds import live_bytes, lower_bound
-
-    offsets = getattr(solution, "offsets", solution)
-    if offsets is None:
-        raise ValueError("the solution holds no plan (offsets is None)")
-    offsets = np.asarray(offsets, dtype=np.int64)
-    if offsets.shape != (len(problem),):
-        raise ValueError(f"expected {len(problem)} offsets, got shape {offsets.shape}")
 
     if ax is None:
         fig, ax = plt.subplots(figsize=(11, 5.5), dpi=110)
@@ -84,6 +170,6 @@ def heap_map(problem, solution, path=None, *, ax=None, title: str | None = None)
     ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path)
+        fig.savefig(path, format=format)
         plt.close(fig)
     return fig
