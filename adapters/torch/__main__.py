@@ -15,7 +15,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dsa.adapters.torch", description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--replays", type=int, default=5)
-    parser.add_argument("--plot", metavar="PNG", help="heap map of the first model's plan")
+    parser.add_argument("--plot", metavar="PATH", help="heap map of the first model's plan (.html: an "
+                        "interactive page whose tooltips show each block's op stack; else PNG, SVG or PDF)")
     args = parser.parse_args(argv)
 
     import torch
@@ -41,7 +42,9 @@ def main(argv=None) -> int:
             same = all(len(o) == len(expected) and all(torch.equal(a, b) for a, b in zip(o, expected))
                        for o in outs)
             if first_plan is None:
-                first_plan = (name, *m.plan(*x))
+                problem, solution = m.plan(*x)
+                trace = next(iter(m._handles.entries.values())).trace  # the op stacks, for an HTML map
+                first_plan = (name, problem, solution, trace)
         r = m.report()
         moved = r["bytes_from_slab"] + r["bytes_from_default"]
         print(f"{name:14s} {r['allocations'] // max(r['replays'], 1):6d} {r['planned_allocations']:7d} "
@@ -51,8 +54,9 @@ def main(argv=None) -> int:
     if args.plot and first_plan is not None:
         from dsa.plot import heap_map
 
-        name, problem, solution = first_plan
-        heap_map(problem, solution, path=args.plot, title=f"{name}, batch {args.batch}: planned CPU allocations")
+        name, problem, solution, trace = first_plan
+        heap_map(problem, solution, path=args.plot, title=f"{name}, batch {args.batch}: planned CPU allocations",
+                 op_stacks=trace)
         print(f"heap map of {name}: {args.plot}")
     return 0 if ok else 1
 
