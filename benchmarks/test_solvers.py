@@ -1,7 +1,8 @@
 """Solver quality and speed, the validator at a million buffers, and the cost of ``import dsa``.
 
 Every test records what it measured in ``benchmark.extra_info`` (``kind`` says which sort of test it
-is); ``benchmarks/summarize.py`` turns the JSON report into a table.
+is); ``benchmarks/summarize.py`` turns the JSON report into a table and
+``benchmarks/report_strategies.py`` into the strategy comparison (Markdown, JSON and two plots).
 """
 from __future__ import annotations
 
@@ -17,18 +18,53 @@ import dsa
 from dsa.strategies import strategy_info
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# every strategy that takes a time limit gets this one (best, exact, mip): a fixed budget, so that the
+# comparison measures the same thing on every machine
+TIME_LIMIT_S = 1.0
+# the 1M-buffer instance is planned only by strategies whose median at 100k buffers, earlier in the
+# same session, took at most this long (above it, a near-linear strategy would need > 30 s at 1M)
+SLOW_AT_100K_S = 3.0
+MILLION = 1_000_000
+
 # generated instances: name -> (n, seed), kind "dnn" (see dsa.generate.random_trace)
-GENERATED = {"dnn_10k": (10_000, 10), "dnn_100k": (100_000, 100)}
-# (collection, name): MiniMalloc's 11 challenging instances, the 6 real traces, the generated ones
+GENERATED = {"dnn_1k": (1_000, 1), "dnn_10k": (10_000, 10), "dnn_100k": (100_000, 100),
+             "dnn_1m": (MILLION, 1000)}
+
+# traces recorded with dsa.adapters.torch.profile from the example models: name -> (model, batch, size);
+# size is the image side or the sequence length (None: the model's own fixed input). The list is static
+# so that collecting the suite does not import torch; a model missing from examples.MODELS is skipped.
+TORCH_SIZES = {"resnet": (32, 64), "mobilenet": (32, 64), "multi_output": (16, 32), "unet": (64, 128),
+               "mobilenet_v2": (64, 128), "transformer": (16, 64), "gru": (12, 48), "inplace_views": (None,)}
+SEQUENCE_MODELS = ("transformer", "gru")
+TORCH_BATCHES = (1, 8)
+
+
+def _torch_name(model: str, batch: int, size: int | None) -> str:
+    """``resnet_b8_64`` (image side 64), ``gru_b1_s48`` (sequence length 48), ``inplace_views_b1``."""
+    if size is None:
+        return f"{model}_b{batch}"
+    return f"{model}_b{batch}_{'s' if model in SEQUENCE_MODELS else ''}{size}"
+
+
+TORCH_TRACES = {_torch_name(m, b, s): (m, b, s) for m, sizes in TORCH_SIZES.items() for s in sizes
+                for b in TORCH_BATCHES}
+
+# (collection, name): MiniMalloc's 11 challenging instances, the 6 real traces, the PyTorch example
+# traces, the generated ones (smallest first: the 1M case reads the 100k times of the same session)
 INSTANCES = ([("minimalloc", p.stem) for p in dsa.data.paths("minimalloc")]
              + [("traces", p.stem) for p in dsa.data.paths("traces")]
+             + [("torch", name) for name in TORCH_TRACES]
              + [("generated", name) for name in GENERATED])
 # strategies registered later join automatically; a missing optional backend is skipped, not crashed on
 STRATEGIES = dsa.available_strategies()
+SUCCESS = ("optimal", "feasible", "limit_reached")
 
 
 def _rounds(n: int, info) -> int:
     """Fewer rounds for bigger instances and for strategies that search until a time limit."""
+    if n >= MILLION:
+        return 1
     if info.time_limit:
         return 1 if n >= 50_000 else 3
     if n >= 50_000:
@@ -41,51 +77,107 @@ def _rounds(n: int, info) -> int:
 def _problem(instances, collection, instance):
     if collection == "generated":
         return instances.generated(*GENERATED[instance])
+    if collection == "torch":
+        problem, reason = instances.torch_trace(*TORCH_TRACES[instance])
+        return problem if problem is not None else reason
     return instances.bundled(instance)
+
+
+def _skip(comparison, collection, instance, strategy, n, reason):
+    """Skip the test and note why in the comparison's record of skipped cases."""
+    comparison["skipped"].append({"suite": collection, "instance": instance, "strategy": strategy, "n": n,
+                                  "reason": reason})
+    pytest.skip(reason)
+
+
+def _solve_or_exception(problem, strategy, kwargs):
+    """dsa.solve, or the exception it raised (so that a failing strategy is recorded, then fails the test)."""
+    try:
+        return dsa.solve(problem, strategy, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - recorded and re-raised as a test failure below
+        return exc
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("collection,instance", INSTANCES, ids=[name for _, name in INSTANCES])
-def test_solve(benchmark, instances, collection, instance, strategy):
+def test_solve(benchmark, instances, comparison, collection, instance, strategy):
     info = strategy_info(strategy)
+    comparison["settings"].update(time_limit_s=TIME_LIMIT_S, slow_at_100k_s=SLOW_AT_100K_S)
     if not info.available:
-        pytest.skip(f"{strategy} needs the optional extra {info.extra!r}")
-    if info.kind == "exact":
-        pytest.skip(f"{strategy} searches until a proof; exact strategies have their own benchmark "
-                    "(make bench-exact)")
+        _skip(comparison, collection, instance, strategy, None,
+              f"{strategy} needs the optional extra {info.extra!r}")
     problem = _problem(instances, collection, instance)
-    if info.max_n is not None and len(problem) > info.max_n:
-        pytest.skip(f"{strategy} is meant for at most {info.max_n} buffers")
+    if isinstance(problem, str):  # a PyTorch trace that cannot be recorded here: the reason
+        _skip(comparison, collection, instance, strategy, None, problem)
+    n = len(problem)
+    if info.max_n is not None and n > info.max_n:
+        _skip(comparison, collection, instance, strategy, n, f"{strategy} is meant for at most {info.max_n} buffers")
+    at_100k = comparison["seconds_at_100k"].get(strategy)
+    if n >= MILLION and at_100k is not None and at_100k > SLOW_AT_100K_S:
+        _skip(comparison, collection, instance, strategy, n,
+              f"{strategy} took {at_100k:.2f} s at 100k buffers (> {SLOW_AT_100K_S:g} s): not run at 1M")
     capacity = problem.capacity
     # plan without the capacity: we measure peak / LOAD, and a plan above MiniMalloc's capacity is still
     # a valid plan (whether it fits is recorded as fits_capacity)
     problem = problem.replace(capacity=None) if capacity is not None else problem
     benchmark.group = f"solve {instance}"
-    sol = benchmark.pedantic(dsa.solve, args=(problem, strategy), kwargs={"validate": False, "seed": 0},
-                             rounds=_rounds(len(problem), info), iterations=1,
-                             warmup_rounds=0 if info.time_limit else 1)
-    # checked outside the timed region (validate=False: the plan comes back UNCHECKED)
-    assert sol.status is dsa.Status.UNCHECKED, sol.message
-    dsa.validate(problem, sol)
+    kwargs = {"validate": False, "seed": 0}
+    if info.time_limit:
+        kwargs["time_limit"] = TIME_LIMIT_S
+    sol = benchmark.pedantic(_solve_or_exception, args=(problem, strategy, kwargs),
+                             rounds=_rounds(n, info), iterations=1,
+                             warmup_rounds=0 if info.time_limit or n >= MILLION else 1)
+    median_s = benchmark.stats.stats.median if benchmark.stats else None  # None: --benchmark-disable
+    if median_s is not None and 100_000 <= n < MILLION:
+        comparison["seconds_at_100k"][strategy] = median_s
     load = dsa.lower_bound(problem)
-    benchmark.extra_info.update({
+    record = {
         "kind": "solve",
         "collection": collection,
+        "suite": collection,
         "instance": instance,
         "strategy": strategy,
-        "n": len(problem),
-        "peak": int(sol.peak),
+        "strategy_kind": info.kind,
+        "n": n,
         "lower_bound": int(load),
-        "ratio": sol.peak / load if load else 1.0,
         "capacity": capacity,
-        "fits_capacity": None if capacity is None else bool(sol.peak <= capacity),
-        "strategy_time_s": sol.stats["time_s"],  # the strategy alone, from the last round
-        "status": sol.stats.get("unchecked_status", sol.status.value),  # validated just above
+        "time_limit_s": kwargs.get("time_limit"),
+    }
+    if isinstance(sol, Exception):
+        record.update(status="exception", valid=False, success=False,
+                      error=f"{type(sol).__name__}: {sol}"[:500])
+        benchmark.extra_info.update(record)
+        pytest.fail(f"{strategy} raised on {instance}: {record['error']}")
+    # checked outside the timed region (validate=False: the plan comes back UNCHECKED)
+    status = sol.stats.get("unchecked_status", sol.status.value)
+    error = None
+    if sol.status is not dsa.Status.UNCHECKED:  # no plan, or an error the front end caught
+        error = sol.message or f"status {sol.status.value}"
+        status = sol.status.value
+    else:
+        try:
+            dsa.validate(problem, sol)
+        except ValueError as exc:
+            error = f"{type(exc).__name__}: {exc}"[:500]
+    valid = error is None
+    peak = None if sol.peak is None else int(sol.peak)
+    record.update({
+        "peak": peak,
+        "ratio": (peak / load if load else 1.0) if peak is not None else None,
+        "fits_capacity": None if capacity is None or peak is None else bool(peak <= capacity),
+        "strategy_time_s": sol.stats.get("time_s"),  # the strategy alone, from the last round
+        "status": status,
+        "valid": valid,                                   # dsa.validate accepted the plan
+        "success": valid and status in SUCCESS,           # what Solution.success would have said
+        "error": error,
         "proven_lower_bound": int(sol.lower_bound),
         # best: the portfolio's winner and peak before the improvement phase
         "member": sol.stats.get("member"),
         "portfolio_peak": sol.stats.get("portfolio_peak"),
     })
+    benchmark.extra_info.update(record)
+    assert valid, f"{strategy} on {instance}: {error}"
+    assert status in SUCCESS, f"{strategy} on {instance}: status {status}"
 
 
 def test_best_portfolio_100k(benchmark, instances):
@@ -99,7 +191,8 @@ def test_best_portfolio_100k(benchmark, instances):
         t0 = time.perf_counter()
         dsa.solve(problem, "greedy_by_size", validate=False)
         greedy.append(time.perf_counter() - t0)
-    portfolio_s = benchmark.stats.stats.mean
+    # --benchmark-disable runs once untimed (no stats): fall back on the solve's own figure
+    portfolio_s = benchmark.stats.stats.mean if benchmark.stats else sol.stats["portfolio_s"]
     benchmark.extra_info.update({
         "kind": "portfolio", "n": len(problem), "portfolio_s": portfolio_s,
         "portfolio_phase_s": sol.stats["portfolio_s"], "greedy_by_size_s": statistics.median(greedy),
