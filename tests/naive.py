@@ -12,6 +12,7 @@ are accepted and converted), so the tests compare dsa against an independent imp
 from __future__ import annotations
 
 import itertools
+import math
 from collections import namedtuple
 
 __all__ = ["Issue", "naive_validate", "naive_load", "brute_force_optimum", "exhaustive_optimum",
@@ -75,6 +76,22 @@ def naive_load(starts, ends, sizes) -> int:
     for t in set(starts) | set(ends):
         live = sum(z for s, e, z in zip(starts, ends, sizes) if s <= t < e)
         best = max(best, live)
+    return best
+
+
+def naive_aligned_load(starts, ends, sizes, alignments=None) -> int:
+    """LOAD strengthened by alignment, instant by instant: with ``g`` the gcd of the alignments of
+    the non-empty rows, the live rows' sizes rounded up to ``g``, summed, less the largest padding
+    among them (the row on top needs no padding); at least LOAD."""
+    starts, ends, sizes = _ints(starts), _ints(ends), _ints(sizes)
+    aligns = [1] * len(sizes) if alignments is None else _ints(alignments)
+    g = math.gcd(*[a for a, z in zip(aligns, sizes) if z > 0]) if any(sizes) else 1
+    best = naive_load(starts, ends, sizes)
+    for t in set(starts):
+        live = [z for s, e, z in zip(starts, ends, sizes) if s <= t < e and z > 0]
+        if live:
+            rounded = [-(-z // g) * g for z in live]
+            best = max(best, sum(rounded) - max(r - z for r, z in zip(rounded, live)))
     return best
 
 

@@ -64,11 +64,12 @@ def test_threads_do_not_change_the_portfolio(problem, restarts):
 
 
 def test_the_search_proves_a_bound_above_load():
-    # two 3-byte buffers alive together, both 4-aligned: LOAD is 6 but every plan needs 7
-    p = dsa.Problem([0, 0], [1, 1], [3, 3], alignments=[4, 4])
+    # a 1-byte 4-aligned and a 2-byte 2-aligned buffer alive together: the bounds say 3, every
+    # plan needs 4
+    p = dsa.Problem([0, 0], [1, 1], [1, 2], alignments=[4, 2])
     sol = dsa.solve(p, "best")
-    assert dsa.lower_bound(p) == 6
-    assert (sol.peak, sol.lower_bound, sol.status) == (7, 7, dsa.Status.OPTIMAL)
+    assert dsa.lower_bound(p) == 3
+    assert (sol.peak, sol.lower_bound, sol.status) == (4, 4, dsa.Status.OPTIMAL)
 
 
 def test_the_improvement_phase_reaches_load_where_the_portfolio_does_not():

@@ -151,34 +151,36 @@ def _strategy_with_bound(offsets, bound, status=dsa.Status.FEASIBLE):
     return strategy
 
 
-ALIGNED = dsa.Problem([0, 0], [1, 1], [3, 3], alignments=[4, 4])  # LOAD 6, optimum 7
+# a 1-byte 4-aligned and a 2-byte 2-aligned buffer alive together: LOAD (and LOAD strengthened by
+# alignment) 3, optimum 4 (offsets 0 and 2)
+ALIGNED = dsa.Problem([0, 0], [1, 1], [1, 2], alignments=[4, 2])
 
 
 def test_a_proven_bound_above_load_is_kept():
-    sol = dsa.solve(ALIGNED, _strategy_with_bound([0, 4], 7))
-    assert dsa.lower_bound(ALIGNED) == 6 and brute_force_optimum([0, 0], [1, 1], [3, 3], [4, 4]) == 7
-    assert (sol.lower_bound, sol.status, sol.stats["gap"]) == (7, dsa.Status.OPTIMAL, 0.0)
+    sol = dsa.solve(ALIGNED, _strategy_with_bound([0, 2], 4))
+    assert dsa.lower_bound(ALIGNED) == 3 and brute_force_optimum([0, 0], [1, 1], [1, 2], [4, 2]) == 4
+    assert (sol.lower_bound, sol.status, sol.stats["gap"]) == (4, dsa.Status.OPTIMAL, 0.0)
 
 
 def test_a_bound_below_load_does_not_lower_it():
-    sol = dsa.solve(ALIGNED, _strategy_with_bound([0, 4], 2))
-    assert sol.lower_bound == 6 and sol.status is dsa.Status.FEASIBLE
-    assert sol.stats["gap"] == pytest.approx(1 / 7)
+    sol = dsa.solve(ALIGNED, _strategy_with_bound([0, 2], 2))
+    assert sol.lower_bound == 3 and sol.status is dsa.Status.FEASIBLE
+    assert sol.stats["gap"] == pytest.approx(1 / 4)
 
 
 def test_a_bound_above_the_strategys_own_peak_is_an_error():
-    sol = dsa.solve(ALIGNED, _strategy_with_bound([0, 4], 8))
-    assert sol.status is dsa.Status.ERROR and not sol.success and "claims a lower bound 8" in sol.message
+    sol = dsa.solve(ALIGNED, _strategy_with_bound([0, 2], 5))
+    assert sol.status is dsa.Status.ERROR and not sol.success and "claims a lower bound 5" in sol.message
 
 
 def test_optimal_without_a_bound_is_not_believed():
-    sol = dsa.solve(ALIGNED, _strategy_with_bound([0, 4], 0, status=dsa.Status.OPTIMAL))
+    sol = dsa.solve(ALIGNED, _strategy_with_bound([0, 2], 0, status=dsa.Status.OPTIMAL))
     assert sol.status is dsa.Status.FEASIBLE and sol.success and "without a bound" in sol.message
 
 
 def test_a_proven_bound_above_capacity_is_infeasible():
-    p = ALIGNED.replace(capacity=6)
-    sol = dsa.solve(p, _strategy_with_bound([0, 4], 7))
+    p = ALIGNED.replace(capacity=3)
+    sol = dsa.solve(p, _strategy_with_bound([0, 2], 4))
     assert sol.status is dsa.Status.INFEASIBLE and not sol.success
 
 

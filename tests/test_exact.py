@@ -62,14 +62,15 @@ def test_minimalloc_example_fits_12_and_not_11():
 
 
 def test_decision_mode_proves_infeasibility_by_search():
-    # LOAD is 6 but two 4-aligned 3-byte buffers alive together need 7: only the search can tell
-    p = dsa.Problem([0, 0], [1, 1], [3, 3], alignments=[4, 4])
-    sol = dsa.solve(p, "exact", capacity=6)
-    assert dsa.load(p) == 6
-    assert sol.status is dsa.Status.INFEASIBLE and sol.lower_bound == 7
-    assert sol.stats["proofs"] == [6]
+    # a 1-byte 4-aligned and a 2-byte 2-aligned buffer alive together: LOAD and the aligned bound
+    # are 3, but every plan needs 4 (the 2-byte one at 2 above the other): only the search can tell
+    p = dsa.Problem([0, 0], [1, 1], [1, 2], alignments=[4, 2])
+    sol = dsa.solve(p, "exact", capacity=3)
+    assert dsa.load(p) == 3 and dsa.lower_bound(p) == 3
+    assert sol.status is dsa.Status.INFEASIBLE and sol.lower_bound == 4
+    assert sol.stats["proofs"] == [3]
     sol = dsa.solve(p, "exact")
-    assert (sol.peak, sol.lower_bound, sol.status) == (7, 7, dsa.Status.OPTIMAL)
+    assert (sol.peak, sol.lower_bound, sol.status) == (4, 4, dsa.Status.OPTIMAL)
 
 
 def test_challenging_instance_reaches_load():

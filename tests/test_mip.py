@@ -18,9 +18,10 @@ from naive import brute_force_optimum, lowest_fit_plan, naive_validate
 # backend -> (module that must be importable, pip extra)
 BACKENDS = {"highs": ("scipy.optimize", "mip"), "cbc": ("mip", "cbc"), "gurobi": ("gurobipy", "gurobi")}
 
-# two 3-byte buffers, 4-aligned, alive together: LOAD is 6 but the optimum is 7 (offsets 0 and 4),
-# so no heuristic reaches LOAD and the solver has to prove 7
-ALIGNED_PAIR = dsa.Problem([0, 0], [1, 1], [3, 3], alignments=[4, 4])
+# a 1-byte 4-aligned and a 2-byte 2-aligned buffer alive together: LOAD (and LOAD strengthened by
+# alignment) is 3 but the optimum is 4 (the 1-byte one at 0, the 2-byte one at 2); greedy by size puts
+# the 2-byte one at 0 (peak 5), so the solver has to find 4 and prove it
+ALIGNED_PAIR = dsa.Problem([0, 0], [1, 1], [1, 2], alignments=[4, 2])
 
 
 def need(backend: str) -> None:
@@ -97,8 +98,8 @@ def test_named_cases(backend, name, weak):
 def test_proves_a_bound_above_load(backend):
     need(backend)
     sol = dsa.solve(ALIGNED_PAIR, "mip", backend=backend)
-    assert dsa.lower_bound(ALIGNED_PAIR) == 6
-    assert sol.peak == sol.lower_bound == 7 and sol.status is dsa.Status.OPTIMAL
+    assert dsa.lower_bound(ALIGNED_PAIR) == 3
+    assert sol.peak == sol.lower_bound == 4 and sol.status is dsa.Status.OPTIMAL
     assert sol.stats["solver_status"] and sol.stats["gap"] == 0.0
 
 

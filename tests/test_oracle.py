@@ -49,6 +49,30 @@ def test_brute_force_alignment_and_fixed():
     assert brute_force_optimum([0, 0], [1, 1], [2, 1], fixed=[1, -1]) == 3
 
 
+# ---------------------------------------------------------------- lower bounds against the oracle
+@given(problem=problems(max_n=7))
+@settings(max_examples=150)
+def test_lower_bound_never_exceeds_the_optimum(problem):
+    """LOAD strengthened by alignment (and the fixed buffers) is a true lower bound."""
+    bound = dsa.lower_bound(problem)
+    assert dsa.bounds.load(problem) <= dsa.bounds.aligned_load(problem) <= bound <= optimum(problem)
+
+
+@pytest.mark.parametrize("case, alignments, expected", [
+    ([(0, 2, 4), (0, 2, 8)], 64, 68),                        # the smaller buffer on top: 64 + 4
+    ([(0, 2, 64), (0, 2, 64)], 64, 128),                     # no padding: LOAD
+    ([(0, 2, 5), (0, 2, 5), (0, 2, 5)], 4, 8 + 8 + 5),       # two padded to 8, one on top
+    ([(0, 2, 5), (2, 4, 5)], 4, 5),                          # never alive together: LOAD
+    ([(0, 2, 3), (0, 2, 3)], [4, 6], 4 + 3),                 # gcd 2: one padded to 4, one on top
+])
+def test_aligned_load_named(case, alignments, expected):
+    s, e, z = zip(*case)
+    problem = dsa.Problem(s, e, z, alignments=alignments)
+    assert dsa.bounds.aligned_load(problem) == expected
+    f = fields(problem)
+    assert expected <= brute_force_optimum(f["starts"], f["ends"], f["sizes"], f["alignments"])
+
+
 # ---------------------------------------------------------------- strategies against the oracle
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @given(problem=problems(max_n=7))

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import dsa
 from conftest import fields, problems, raw_problems, to_problem
-from naive import brute_force_optimum, lowest_fit_plan, naive_load, naive_validate
+from naive import brute_force_optimum, lowest_fit_plan, naive_aligned_load, naive_load, naive_validate
 
 STRATEGIES = dsa.available_strategies()
 
@@ -107,12 +107,14 @@ def test_capacity_status(strategy, raw, capacity_extra):
 
 
 @given(problem=problems())
-def test_lower_bound_is_naive_load(problem):
+def test_lower_bound_is_naive_load_strengthened_by_alignment(problem):
     f = fields(problem)
     load = naive_load(f["starts"], f["ends"], f["sizes"])
     assert dsa.bounds.load(problem) == load
     fixed_tops = [o + z for o, z in zip(f["fixed"], f["sizes"]) if o >= 0]
-    assert dsa.lower_bound(problem) == max([load] + fixed_tops)
+    aligned = naive_aligned_load(f["starts"], f["ends"], f["sizes"], f["alignments"])
+    assert dsa.bounds.aligned_load(problem) == aligned
+    assert dsa.lower_bound(problem) == max([load, aligned] + fixed_tops)
 
 
 # ---------------------------------------------------------------- the validator against naive_validate
