@@ -40,6 +40,8 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <dlfcn.h>
+#include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <thread>
@@ -583,6 +585,31 @@ int dsa_install() {
 void dsa_other_threads(int64_t* out) {
   out[0] = g_other_allocs.load(std::memory_order_relaxed);
   out[1] = g_other_bytes.load(std::memory_order_relaxed);
+}
+
+// Asks the process's malloc to give the memory it holds free back to the
+// system: called after a profiled pass (which ran on the default allocator)
+// and before its slab is made, so that the slab does not come on top of the
+// pass's freed memory.  tcmalloc (gperftools) and jemalloc are found by their
+// own entry points when they are preloaded; glibc's malloc_trim otherwise.
+// Returns which one ran: 1 tcmalloc, 2 jemalloc, 3 glibc, 0 none.
+int dsa_release_free_memory() {
+  using ReleaseFn = void (*)();
+  using MallctlFn = int (*)(const char*, void*, size_t*, void*, size_t);
+  if (auto release = reinterpret_cast<ReleaseFn>(dlsym(RTLD_DEFAULT, "MallocExtension_ReleaseFreeMemory"))) {
+    release();
+    return 1;
+  }
+  if (auto mallctl = reinterpret_cast<MallctlFn>(dlsym(RTLD_DEFAULT, "mallctl"))) {
+    // MALLCTL_ARENAS_ALL is 4096: purge the unused dirty pages of every arena
+    return mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0) == 0 ? 2 : 0;
+  }
+#ifdef __GLIBC__
+  malloc_trim(0);
+  return 3;
+#else
+  return 0;
+#endif
 }
 
 // A session already open on this thread (profile or replay)?

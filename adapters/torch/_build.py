@@ -98,7 +98,7 @@ def _command(compiler: str, sources: list[Path], output: Path) -> list[str]:
     # Python's symbols are resolved from the running interpreter at load time (as for any extension)
     return [*_split(compiler), "-std=c++20", "-O2", "-fPIC", "-shared", "-fvisibility=hidden",
             f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-I", str(include), "-I", sysconfig.get_paths()["include"],
-            "-o", str(output), *map(str, sources), "-L", str(lib), "-lc10", "-ltorch_cpu", f"-Wl,-rpath,{lib}"]
+            "-o", str(output), *map(str, sources), "-L", str(lib), "-lc10", "-ltorch_cpu", "-ldl", f"-Wl,-rpath,{lib}"]
 
 
 def _source_bytes(name: str) -> bytes:

@@ -336,6 +336,9 @@ class AttachedModule(torch.nn.Module):
 
     def _profile_and_plan(self, key, args, kwargs, old: _Entry | None):
         output, trace = _call_profiled(self.module, args, kwargs)
+        # the profiled pass ran on the default allocator: have it give that memory back before the
+        # slab is made, so that the process does not hold both
+        _native.lib().dsa_release_free_memory()
         escaped = old.escaped if old is not None and len(old.trace) == len(trace) else frozenset()
         entry = self._plan(trace, escaped)
         if old is not None:
