@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test bench bench-exact docs clean
+.PHONY: demo test bench bench-exact bench-latency docs docs-figures clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -19,9 +19,11 @@ test: $(PY)
 	$(PY) -m pytest -q -p no:cacheprovider
 
 bench: $(PY)
-	$(PIP) -e ".[bench]"
+	$(PIP) -e ".[bench,mip]"
+	mkdir -p out
 	$(PY) -m pytest benchmarks -q -p no:cacheprovider --benchmark-columns=mean,stddev,rounds \
-		--benchmark-sort=name --benchmark-json=out/bench.json
+		--benchmark-sort=name --benchmark-json=out/bench.json; status=$$?; \
+	$(PY) benchmarks/report_strategies.py out/bench.json docs/results && exit $$status
 
 # opt-in: exact on the 11 challenging instances, 60 s each (about 2 minutes)
 bench-exact: $(PY)
@@ -30,7 +32,30 @@ bench-exact: $(PY)
 
 docs: $(PY)
 	$(PIP) -e ".[docs]"
-	$(PY) -m mkdocs build --strict -d out/site
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict -d out/site
 
 clean:
 	rm -rf $(VENV) out build *.egg-info .pytest_cache
+
+# the heap maps of the docs (docs/img/*.png, docs/snippets/strategies_E.md), committed: make docs
+# does not redraw them. About half a minute (mip runs to its 10 s limit).
+docs-figures: $(PY)
+	$(PIP) -e ".[plot,mip]"
+	$(PY) docs/scripts/make_figures.py
+
+# opt-in: the latency study of the torch adapter (issue 10): eager vs attach on glibc, jemalloc (defaults
+# and the thesis's MALLOC_CONF) and tcmalloc; about 25 minutes on 2 idle cores (LATENCY_PRESET=quick: about
+# 2 minutes). Installs Debian's libjemalloc2 and libgoogle-perftools4 when missing (needs root and apt-get);
+# without them the study skips those allocators. Writes docs/results/latency.{json,md} and latency_*.png.
+LATENCY_PRESET ?= default
+bench-latency: $(PY)
+	$(PIP) -e ".[torch,plot]"
+	@$(PY) benchmarks/latency_study.py --check-allocators >/dev/null 2>&1 || { \
+	  echo "bench-latency: installing libjemalloc2 and libgoogle-perftools4 with apt-get"; \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      libjemalloc2 libgoogle-perftools4 >/dev/null; } || \
+	  echo "bench-latency: WARNING: could not install them (not root, no apt-get or no network);" \
+	    "the study runs without the allocators it cannot find"; }
+	@$(PY) benchmarks/latency_study.py --check-allocators || true
+	$(PY) benchmarks/latency_study.py --preset $(LATENCY_PRESET)

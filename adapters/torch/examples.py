@@ -7,6 +7,9 @@ structured like a real network so that it allocates many intermediate buffers
 with overlapping lifetimes: convolutions with residual adds, depthwise
 convolutions, attention, recurrent layers, in-place ops on views, several
 outputs, tensors kept alive on the module, and a forward that raises midway.
+Two larger ones, :class:`UNetLike` (encoder-decoder with skip concatenations
+and upsampling) and :class:`MobileNetV2Like` (the MobileNetV2 layout at half
+width), are allocation-heavy at image sizes 64 to 224.
 
 :data:`MODELS` maps a name to a zero-argument factory returning
 ``(model, make_input)``; ``make_input(batch)`` returns a tuple of positional
@@ -14,6 +17,10 @@ inputs built from a fixed-seed :class:`torch.Generator`, so inputs are the same
 on every call.  Models are returned in ``eval()`` mode; their weights depend on
 the global RNG, so call :func:`torch.manual_seed` first for reproducible
 weights.  :data:`ZOO` lists the names used by benchmarks.
+
+:func:`sized` builds a model for a given input size: the image side for image
+models, the sequence length for sequence models (see :data:`SIZE_KIND`);
+:data:`SIZES` are the sizes of the latency study.
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ from torch import nn
 from torch.nn import functional as F
 
 __all__ = ["ResNetLike", "MobileNetLike", "TransformerLike", "GRULike", "InplaceViews", "MultiOutput",
-           "StashOnSelf", "RaisesOnFlag", "MODELS", "ZOO", "flatten_outputs"]
+           "StashOnSelf", "RaisesOnFlag", "UNetLike", "MobileNetV2Like", "MODELS", "ZOO", "SIZES", "SIZE_KIND",
+           "sized", "flatten_outputs"]
 
 _INPUT_SEED = 1234
 
@@ -281,6 +289,89 @@ class RaisesOnFlag(nn.Module):
         return self.fc2(h)
 
 
+class UNetLike(nn.Module):
+    """Small U-Net for ``(B, 3, H, W)`` images, ``H`` and ``W`` divisible by 8.
+
+    Three encoder levels (two 3x3 conv + BatchNorm + ReLU, then a 2x2 max-pool), a
+    bottleneck, and three decoder levels (nearest 2x upsampling, concatenation with the
+    encoder's skip tensor, two 3x3 convs), then a 1x1 conv to ``num_classes`` maps of
+    size ``H x W``.  Every level allocates full-resolution intermediates that live until
+    the decoder consumes the skip, so a forward pass allocates many large, overlapping
+    buffers.
+
+    Parameters
+    ----------
+    base : int, optional
+        Channels of the first level; each level doubles them.
+    num_classes : int, optional
+        Channels of the output map.
+    """
+
+    def __init__(self, base: int = 8, num_classes: int = 2) -> None:
+        super().__init__()
+
+        def double(cin: int, cout: int) -> nn.Sequential:
+            return nn.Sequential(*_conv_bn(cin, cout), nn.ReLU(inplace=True), *_conv_bn(cout, cout),
+                                 nn.ReLU(inplace=True))
+
+        c1, c2, c3, c4 = base, 2 * base, 4 * base, 8 * base
+        self.enc1, self.enc2, self.enc3 = double(3, c1), double(c1, c2), double(c2, c3)
+        self.bottleneck = double(c3, c4)
+        self.dec3, self.dec2, self.dec1 = double(c4 + c3, c3), double(c3 + c2, c2), double(c2 + c1, c1)
+        self.head = nn.Conv2d(c1, num_classes, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        s1 = self.enc1(x)
+        s2 = self.enc2(F.max_pool2d(s1, 2))
+        s3 = self.enc3(F.max_pool2d(s2, 2))
+        h = self.bottleneck(F.max_pool2d(s3, 2))
+        h = self.dec3(torch.cat([F.interpolate(h, scale_factor=2.0, mode="nearest"), s3], dim=1))
+        h = self.dec2(torch.cat([F.interpolate(h, scale_factor=2.0, mode="nearest"), s2], dim=1))
+        h = self.dec1(torch.cat([F.interpolate(h, scale_factor=2.0, mode="nearest"), s1], dim=1))
+        return self.head(h)
+
+
+def _divisible(v: float, d: int = 8) -> int:
+    return max(d, int(v + d / 2) // d * d)
+
+
+class MobileNetV2Like(nn.Module):
+    """The MobileNetV2 layout (17 inverted residual blocks) at a width multiplier, for ``(B, 3, H, W)``.
+
+    Stem 3x3 conv with stride 2, the blocks of MobileNetV2 (expansion, channels, repeats,
+    stride): ``(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+    (6, 160, 3, 2), (6, 320, 1, 1)``, a 1x1 conv to 1280 channels, global average pool and
+    a linear head.  At half width and 224 x 224 it costs about 0.1 GFLOP per image.
+
+    Parameters
+    ----------
+    width : float, optional
+        Channel multiplier (channels rounded to multiples of 8).
+    num_classes : int, optional
+        Size of the output logits.
+    """
+
+    SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                (6, 320, 1, 1))
+
+    def __init__(self, width: float = 0.5, num_classes: int = 10) -> None:
+        super().__init__()
+        cin = _divisible(32 * width)
+        self.stem = nn.Sequential(*_conv_bn(3, cin, 3, 2), nn.ReLU6(inplace=True))
+        blocks = []
+        for t, c, n, s in self.SETTINGS:
+            cout = _divisible(c * width)
+            for i in range(n):
+                blocks.append(InvertedResidual(cin, cout, s if i == 0 else 1, t))
+                cin = cout
+        self.blocks = nn.Sequential(*blocks)
+        self.head = nn.Sequential(*_conv_bn(cin, 1280, 1), nn.ReLU6(inplace=True), nn.AdaptiveAvgPool2d(1))
+        self.fc = nn.Linear(1280, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.head(self.blocks(self.stem(x))).flatten(1))
+
+
 InputMaker = Callable[[int], tuple]
 Factory = Callable[[], tuple[nn.Module, InputMaker]]
 
@@ -311,11 +402,66 @@ MODELS: dict[str, Factory] = {
     "multi_output": _factory(MultiOutput, _inputs(3, 16, 16)),
     "stash_on_self": _factory(StashOnSelf, _inputs(16)),
     "raises": _factory(RaisesOnFlag, _inputs(16)),
+    "unet": _factory(UNetLike, _inputs(3, 64, 64)),
+    "mobilenet_v2": _factory(MobileNetV2Like, _inputs(3, 64, 64)),
 }
 """Name -> zero-argument factory returning ``(model, make_input)``."""
 
 ZOO: tuple[str, ...] = ("resnet", "mobilenet", "transformer", "gru", "inplace_views", "multi_output")
 """Names of the realistic models used by benchmarks."""
+
+
+SIZES: tuple[int, ...] = (64, 128, 224)
+"""Input sizes of the latency study (image side, or sequence length)."""
+
+SIZE_KIND: dict[str, str] = {
+    "resnet": "image", "mobilenet": "image", "multi_output": "image", "unet": "image", "mobilenet_v2": "image",
+    "transformer": "sequence", "gru": "sequence",
+}
+"""What :func:`sized`'s ``size`` means per model: ``"image"`` (``size x size`` images) or
+``"sequence"`` (sequence length).  Models not listed here have a fixed input size."""
+
+
+def sized(name: str, size: int | None = None) -> tuple[nn.Module, InputMaker]:
+    """Build model ``name`` in eval mode for inputs of the given size.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`MODELS`.
+    size : int or None, optional
+        For image models (:data:`SIZE_KIND`), the side of the square input images; for
+        sequence models the sequence length (the transformer's positional table is built
+        that long).  None gives ``MODELS[name]()``, the model's own default input.
+
+    Returns
+    -------
+    (nn.Module, InputMaker)
+        As the factories of :data:`MODELS`: the model and ``make_input(batch)``.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` has a fixed input size and ``size`` is not None.
+
+    Examples
+    --------
+    >>> model, make_input = sized("unet", 64)
+    >>> tuple(make_input(2)[0].shape)
+    (2, 3, 64, 64)
+    """
+    if size is None:
+        return MODELS[name]()
+    kind = SIZE_KIND.get(name)
+    if kind is None:
+        if name not in MODELS:
+            raise KeyError(name)
+        raise ValueError(f"model {name!r} has a fixed input size")
+    if kind == "image":
+        return MODELS[name]()[0], _inputs(3, size, size)
+    if name == "transformer":
+        return TransformerLike(seq_len=size).eval(), _inputs(size, vocab=100)
+    return GRULike().eval(), _inputs(size, 16)
 
 
 def flatten_outputs(out: Any) -> list[torch.Tensor]:
