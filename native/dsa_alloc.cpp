@@ -38,7 +38,10 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <map>
 #include <new>
+#include <set>
+#include <tuple>
 #include <string>
 #include <dlfcn.h>
 #include <malloc.h>
@@ -156,10 +159,13 @@ struct Record {
   uint64_t thread;
 };
 
+struct Arena;
+
 struct Profile {
   std::vector<Record> records;
   int64_t clock = 0;  // one tick per recorded allocation and per matching free
   uint64_t thread = 0;
+  Arena* arena = nullptr;  // where the pass's blocks come from (nullptr: the default allocator)
 };
 
 std::mutex g_prof_mu;  // guards g_prof_live and every Profile's records/clock
@@ -178,6 +184,199 @@ void profile_free(void* p) {
 void profiled_delete(void* p) {
   if (g_profiling.load(std::memory_order_acquire) > 0) profile_free(p);
   g_prev_delete(p);
+}
+
+// ---------------------------------------------------------------- profile arenas
+// A profiled pass takes its blocks from a private arena (best fit, free blocks
+// coalesced, 64-byte aligned) rather than from the default allocator, so that
+// it touches about the pass's live bytes and nothing of it stays cached in
+// malloc afterwards.  When the pass ends the arena is retired: the pages of
+// its free blocks go back to the system, and it is unmapped when the last
+// block that escaped the pass (an output) dies.  Chunks are reserved as
+// address space (MAP_NORESERVE) and faulted in as they are used.
+constexpr int64_t kChunkBytes = int64_t{1} << 30;
+
+struct ArenaChunk {
+  char* base = nullptr;
+  int64_t bytes = 0;
+  Arena* arena = nullptr;
+  int slot = -1;
+};
+
+struct Arena {
+  std::mutex mu;
+  std::vector<ArenaChunk*> chunks;
+  std::map<std::pair<int, int64_t>, int64_t> free_at;  // (chunk, offset) -> size
+  std::set<std::tuple<int64_t, int, int64_t>> by_size;  // (size, chunk, offset)
+  std::unordered_map<char*, std::pair<int64_t, int64_t>> used;  // block -> (size taken, size asked)
+  int64_t bytes_used = 0;                                        // sum of sizes asked
+  bool retired = false;
+};
+
+// Registry of live chunks, read without locks (as the slab registry below);
+// chunk and arena records are never freed, only emptied.
+std::atomic<ArenaChunk*> g_chunks[4096];
+std::atomic<int> g_chunk_hwm{0};
+std::mutex g_chunk_mu;
+
+ArenaChunk* find_chunk(void* p) {
+  const int hwm = g_chunk_hwm.load(std::memory_order_acquire);
+  const char* c = static_cast<const char*>(p);
+  for (int i = 0; i < hwm; ++i) {
+    ArenaChunk* k = g_chunks[i].load(std::memory_order_acquire);
+    if (k != nullptr && c >= k->base && c < k->base + k->bytes) return k;
+  }
+  return nullptr;
+}
+
+void arena_insert_free(Arena* a, int chunk, int64_t off, int64_t size) {
+  a->free_at.emplace(std::make_pair(chunk, off), size);
+  a->by_size.emplace(size, chunk, off);
+}
+
+void arena_erase_free(Arena* a, int chunk, int64_t off, int64_t size) {
+  a->free_at.erase(std::make_pair(chunk, off));
+  a->by_size.erase(std::make_tuple(size, chunk, off));
+}
+
+// Called with a->mu held: maps a new chunk of at least `need` bytes.
+bool arena_grow(Arena* a, int64_t need) {
+  const int64_t bytes = std::max(kChunkBytes, (need + kChunkBytes - 1) / kChunkBytes * kChunkBytes);
+  void* mem = mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mem == MAP_FAILED) return false;
+  auto* k = new (std::nothrow) ArenaChunk();
+  if (k == nullptr) {
+    munmap(mem, static_cast<size_t>(bytes));
+    return false;
+  }
+  k->base = static_cast<char*>(mem);
+  k->bytes = bytes;
+  k->arena = a;
+  {
+    std::lock_guard<std::mutex> lock(g_chunk_mu);
+    for (int i = 0; i < 4096; ++i) {
+      if (g_chunks[i].load(std::memory_order_relaxed) == nullptr) {
+        k->slot = i;
+        g_chunks[i].store(k, std::memory_order_release);
+        if (i + 1 > g_chunk_hwm.load(std::memory_order_relaxed)) {
+          g_chunk_hwm.store(i + 1, std::memory_order_release);
+        }
+        break;
+      }
+    }
+  }
+  if (k->slot < 0) {  // every slot taken
+    munmap(mem, static_cast<size_t>(bytes));
+    delete k;
+    return false;
+  }
+  const int index = static_cast<int>(a->chunks.size());
+  a->chunks.push_back(k);
+  arena_insert_free(a, index, 0, bytes);
+  return true;
+}
+
+// A block of n bytes from the arena, or nullptr (the caller then uses the default allocator).
+void* arena_alloc(Arena* a, size_t n) {
+  const int64_t need = (std::max<int64_t>(static_cast<int64_t>(n), 1) + kAlign - 1) / kAlign * kAlign;
+  std::lock_guard<std::mutex> lock(a->mu);
+  auto it = a->by_size.lower_bound(std::make_tuple(need, -1, int64_t{-1}));
+  if (it == a->by_size.end()) {
+    if (!arena_grow(a, need)) return nullptr;
+    it = a->by_size.lower_bound(std::make_tuple(need, -1, int64_t{-1}));
+    if (it == a->by_size.end()) return nullptr;
+  }
+  const auto [size, chunk, off] = *it;
+  arena_erase_free(a, chunk, off, size);
+  if (size > need) arena_insert_free(a, chunk, off + need, size - need);
+  char* p = a->chunks[chunk]->base + off;
+  a->used.emplace(p, std::make_pair(need, static_cast<int64_t>(n)));
+  a->bytes_used += static_cast<int64_t>(n);
+  if (c10::memoryProfilingEnabled()) {  // torch.profiler(profile_memory=True) sees it, as with c10's allocator
+    c10::reportMemoryUsageToProfiler(p, static_cast<int64_t>(n), static_cast<size_t>(a->bytes_used), 0,
+                                     c10::Device(c10::DeviceType::CPU));
+  }
+  return p;
+}
+
+void release_range(char* base, int64_t lo, int64_t hi);
+
+// Called with a->mu held, once the arena is retired and holds no block.
+void arena_unmap(Arena* a) {
+  for (ArenaChunk* k : a->chunks) {
+    g_chunks[k->slot].store(nullptr, std::memory_order_release);
+    munmap(k->base, static_cast<size_t>(k->bytes));
+    k->slot = -1;
+  }
+  a->chunks.clear();
+  a->free_at.clear();
+  a->by_size.clear();
+}
+
+void arena_free(ArenaChunk* k, void* p) {
+  Arena* a = k->arena;
+  std::lock_guard<std::mutex> lock(a->mu);
+  auto used = a->used.find(static_cast<char*>(p));
+  if (used == a->used.end()) return;
+  int64_t size = used->second.first;
+  const int64_t asked = used->second.second;
+  a->used.erase(used);
+  a->bytes_used -= asked;
+  if (c10::memoryProfilingEnabled()) {
+    c10::reportMemoryUsageToProfiler(p, -asked, static_cast<size_t>(a->bytes_used), 0,
+                                     c10::Device(c10::DeviceType::CPU));
+  }
+  int chunk = -1;
+  for (size_t i = 0; i < a->chunks.size(); ++i) {
+    if (a->chunks[i] == k) chunk = static_cast<int>(i);
+  }
+  if (chunk < 0) return;
+  int64_t off = static_cast<char*>(p) - k->base;
+  // coalesce with the free neighbours
+  auto next = a->free_at.find(std::make_pair(chunk, off + size));
+  if (next != a->free_at.end()) {
+    const int64_t next_size = next->second;
+    arena_erase_free(a, chunk, off + size, next_size);
+    size += next_size;
+  }
+  auto prev = a->free_at.lower_bound(std::make_pair(chunk, off));
+  if (prev != a->free_at.begin()) {
+    --prev;
+    if (prev->first.first == chunk && prev->first.second + prev->second == off) {
+      const int64_t prev_off = prev->first.second, prev_size = prev->second;
+      arena_erase_free(a, chunk, prev_off, prev_size);
+      off = prev_off;
+      size += prev_size;
+    }
+  }
+  arena_insert_free(a, chunk, off, size);
+  if (a->retired) {
+    if (a->used.empty()) {
+      arena_unmap(a);
+    } else {
+      release_range(k->base, off, off + size);
+    }
+  }
+}
+
+// Ends the pass of an arena: the pages of its free blocks go back to the
+// system, and the arena is unmapped now or when its last block dies.
+void arena_retire(Arena* a) {
+  std::lock_guard<std::mutex> lock(a->mu);
+  a->retired = true;
+  if (a->used.empty()) {
+    arena_unmap(a);
+    return;
+  }
+  for (const auto& [where, size] : a->free_at) {
+    release_range(a->chunks[where.first]->base, where.second, where.second + size);
+  }
+}
+
+void arena_delete(void* p) {
+  if (g_profiling.load(std::memory_order_acquire) > 0) profile_free(p);
+  if (ArenaChunk* k = find_chunk(p)) arena_free(k, p);
 }
 
 // ---------------------------------------------------------------- replay
@@ -412,17 +611,23 @@ void fall_back(Replay* r, int64_t index, int64_t reason) {
 c10::DataPtr default_alloc(size_t n) { return g_prev->allocate(n); }
 
 c10::DataPtr profile_alloc(Profile* prof, size_t n) {
-  c10::DataPtr dp = default_alloc(n);
-  void* p = dp.get();
-  if (n == 0 || p == nullptr) return dp;
-  dp.release_context();  // ownership moves to the DataPtr below
+  if (n == 0) return default_alloc(n);
+  c10::DeleterFnPtr deleter = &arena_delete;
+  void* p = prof->arena != nullptr ? arena_alloc(prof->arena, n) : nullptr;
+  if (p == nullptr) {  // no arena memory: the default allocator, as eager
+    c10::DataPtr dp = default_alloc(n);
+    p = dp.get();
+    if (p == nullptr) return dp;
+    dp.release_context();  // ownership moves to the DataPtr below
+    deleter = &profiled_delete;
+  }
   {
     std::lock_guard<std::mutex> lock(g_prof_mu);
     const int64_t index = static_cast<int64_t>(prof->records.size());
     prof->records.push_back(Record{p, static_cast<int64_t>(n), prof->clock++, -1, t_node, prof->thread});
     g_prof_live[p] = {prof, index};
   }
-  return c10::DataPtr(p, p, &profiled_delete, c10::Device(c10::DeviceType::CPU));
+  return c10::DataPtr(p, p, deleter, c10::Device(c10::DeviceType::CPU));
 }
 
 c10::DataPtr replay_alloc(Replay* r, size_t n) {
@@ -473,6 +678,11 @@ c10::DataPtr replay_alloc(Replay* r, size_t n) {
 void any_delete(void* p) {
   if (SlabMem* s = find_slab(p)) {
     slab_free(s, p);
+    return;
+  }
+  if (ArenaChunk* k = find_chunk(p)) {
+    if (g_profiling.load(std::memory_order_acquire) > 0) profile_free(p);
+    arena_free(k, p);
     return;
   }
   profiled_delete(p);
@@ -612,6 +822,15 @@ int dsa_release_free_memory() {
 #endif
 }
 
+// The number of profile-arena chunks mapped now (for tests: an arena is
+// unmapped when its pass has ended and its last block died).
+int dsa_profile_arena_chunks() {
+  const int hwm = g_chunk_hwm.load(std::memory_order_acquire);
+  int n = 0;
+  for (int i = 0; i < hwm; ++i) n += g_chunks[i].load(std::memory_order_acquire) != nullptr;
+  return n;
+}
+
 // A session already open on this thread (profile or replay)?
 int dsa_thread_busy() { return (t_profile != nullptr || t_replay != nullptr) ? 1 : 0; }
 
@@ -621,6 +840,11 @@ void* dsa_profile_begin() {
   auto* prof = new (std::nothrow) Profile();
   if (prof == nullptr) return nullptr;
   prof->thread = this_thread_id();
+  static const bool use_arena = [] {
+    const char* env = std::getenv("DSA_PROFILE_ARENA");  // "0": profile on the default allocator
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }();
+  if (use_arena) prof->arena = new (std::nothrow) Arena();  // never freed: emptied when unmapped
   try {
     callback_acquire();
   } catch (const std::exception& e) {
@@ -651,6 +875,7 @@ int64_t dsa_profile_end(void* handle) {
   g_sessions.fetch_sub(1, std::memory_order_acq_rel);
   g_profiling.fetch_sub(1, std::memory_order_acq_rel);
   callback_release();
+  if (prof->arena != nullptr) arena_retire(prof->arena);
   return static_cast<int64_t>(prof->records.size());
 }
 

@@ -99,6 +99,7 @@ def test_each_serving_thread_gets_its_own_binding(mlp):
     fast = fast_or_skip(m)
     with torch.inference_mode():
         want = net(x)
+        m(x)  # planned here: both threads then replay (two threads planning at once would race to install)
     results, errors = [], []
 
     def serve():

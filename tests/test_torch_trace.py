@@ -8,6 +8,7 @@ torch = pytest.importorskip("torch")
 
 import dsa  # noqa: E402
 from dsa.adapters.torch import Trace, profile  # noqa: E402
+from dsa.adapters.torch.trace import _call_profiled  # noqa: E402
 from dsa.adapters.torch.examples import MODELS  # noqa: E402
 
 
@@ -166,3 +167,26 @@ def test_profile_inside_a_profile_is_refused():
     with pytest.raises(RuntimeError, match="already open on this thread"):
         profile(nested)
     assert list(profile(lambda: torch.ones(4)).sizes) == [16]  # the outer session was closed
+
+
+def test_a_profiled_pass_runs_in_an_arena_that_outputs_outlive():
+    from dsa.adapters.torch import _native
+
+    lib = _native.lib()
+    torch.manual_seed(0)
+    model, make_input = MODELS["resnet"]()
+    x = make_input(2)
+    with torch.inference_mode():
+        want = model(*x)
+        before = lib.dsa_profile_arena_chunks()  # arenas pinned by other tests' outputs
+        out, trace = _call_profiled(model, x, {})
+        # the pass has ended: its arena stays mapped only for the output, which is intact
+        assert lib.dsa_profile_arena_chunks() == before + 1
+        churn = [torch.randn(256, 256) for _ in range(8)]  # reuse freed memory elsewhere
+        again, _ = _call_profiled(model, x, {})
+        assert torch.equal(out, want) and torch.equal(again, want)
+        del churn, again
+        assert lib.dsa_profile_arena_chunks() == before + 1
+        del out
+        assert lib.dsa_profile_arena_chunks() == before  # the last block died: the arena is unmapped
+    assert trace.escapes.sum() >= 1

@@ -21,6 +21,7 @@ _SIGNATURES = {
     "dsa_thread_busy": ([], ctypes.c_int),
     "dsa_other_threads": ([_p], None),
     "dsa_release_free_memory": ([], ctypes.c_int),
+    "dsa_profile_arena_chunks": ([], ctypes.c_int),
     "dsa_profile_begin": ([], _p),
     "dsa_profile_end": ([_p], _i64),
     "dsa_profile_clock": ([_p], _i64),
