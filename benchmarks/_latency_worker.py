@@ -164,6 +164,22 @@ def _block_ns(pool: Pool, fn, args, k: int) -> float:
     return statistics.fmean(pool.run(lambda i: _calls_ns(fn, args, k))) / k
 
 
+def _interleaved(model, attached_model, rounds: int, block) -> tuple[list, list]:
+    """``rounds`` pairs of timed blocks, eager and attached, the order swapped every round (the
+    garbage collector off); ``block(fn)`` times one block. Returns (eager, attached)."""
+    eager, attached = [], []
+    gc.collect()
+    gc.disable()
+    try:
+        for r in range(rounds):
+            sides = ((eager, model), (attached, attached_model))
+            for sink, fn in (sides if r % 2 == 0 else sides[::-1]):
+                sink.append(block(fn))
+    finally:
+        gc.enable()
+    return eager, attached
+
+
 def _same(a, b) -> bool:
     import torch
     from dsa.adapters.torch.examples import flatten_outputs
@@ -216,16 +232,7 @@ def phase_pair(cfg: dict) -> dict:
             per_side_s = max(k * one, block_ns) / 1e9
             rounds = round(float(cfg.get("budget_s", 2.0)) / (2 * per_side_s))
             rounds = max(int(cfg.get("min_rounds", 7)), min(int(cfg.get("max_rounds", 30)), rounds))
-            eager, attached = [], []
-            gc.collect()
-            gc.disable()
-            try:
-                for r in range(rounds):
-                    sides = ((eager, model), (attached, m)) if r % 2 == 0 else ((attached, m), (eager, model))
-                    for sink, fn in sides:
-                        sink.append(_block_ns(pool, fn, x, k))
-            finally:
-                gc.enable()
+            eager, attached = _interleaved(model, m, rounds, lambda fn: _block_ns(pool, fn, x, k))
             outs = pool.run(lambda i: (model(*x), m(*x)))
         identical = all(_same(ref, att) for _, att in outs)
         deterministic = all(_same(ref, eag) for eag, _ in outs)
@@ -314,16 +321,7 @@ def phase_overhead(cfg: dict) -> dict:
         for _ in range(1000):
             model(x)
             m(x)
-        eager, attached = [], []
-        gc.collect()
-        gc.disable()
-        try:
-            for r in range(rounds):
-                sides = ((eager, model), (attached, m)) if r % 2 == 0 else ((attached, m), (eager, model))
-                for sink, fn in sides:
-                    sink.append(_calls_ns(fn, (x,), k) / k)
-        finally:
-            gc.enable()
+        eager, attached = _interleaved(model, m, rounds, lambda fn: _calls_ns(fn, (x,), k) / k)
         identical = _same(model(x), m(x))
     rep = m.report()
     diffs = [a - e for a, e in zip(attached, eager)]

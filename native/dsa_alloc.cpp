@@ -186,6 +186,56 @@ void profiled_delete(void* p) {
   g_prev_delete(p);
 }
 
+// ---------------------------------------------------------------- registries
+// Address ranges (slab regions, profile-arena chunks) that a free must
+// recognise, in a fixed array read without locks: a record's base and bytes
+// never change once it is added, and records are never freed, so a lookup
+// that raced with a removal reads constants.  Adding takes a lock.
+template <typename T>
+struct Registry {
+  static constexpr int kSlots = 4096;
+  std::atomic<T*> slots[kSlots];
+  std::atomic<int> hwm{0};
+  std::mutex mu;
+
+  // The record whose [base, base + bytes) holds p, or nullptr.
+  T* find(const void* p) const {
+    const int n = hwm.load(std::memory_order_acquire);
+    const char* c = static_cast<const char*>(p);
+    for (int i = 0; i < n; ++i) {
+      T* r = slots[i].load(std::memory_order_acquire);
+      if (r != nullptr && c >= r->base && c < r->base + r->bytes) return r;
+    }
+    return nullptr;
+  }
+
+  // Sets r->slot (-1 when every slot is taken).
+  void add(T* r) {
+    std::lock_guard<std::mutex> lock(mu);
+    r->slot = -1;
+    for (int i = 0; i < kSlots; ++i) {
+      if (slots[i].load(std::memory_order_relaxed) == nullptr) {
+        r->slot = i;
+        slots[i].store(r, std::memory_order_release);
+        if (i + 1 > hwm.load(std::memory_order_relaxed)) hwm.store(i + 1, std::memory_order_release);
+        return;
+      }
+    }
+  }
+
+  void remove(T* r) {
+    if (r->slot >= 0) slots[r->slot].store(nullptr, std::memory_order_release);
+    r->slot = -1;
+  }
+
+  int size() const {
+    const int n = hwm.load(std::memory_order_acquire);
+    int live = 0;
+    for (int i = 0; i < n; ++i) live += slots[i].load(std::memory_order_acquire) != nullptr;
+    return live;
+  }
+};
+
 // ---------------------------------------------------------------- profile arenas
 // A profiled pass takes its blocks from a private arena (best fit, free blocks
 // coalesced, 64-byte aligned) rather than from the default allocator, so that
@@ -213,21 +263,7 @@ struct Arena {
   bool retired = false;
 };
 
-// Registry of live chunks, read without locks (as the slab registry below);
-// chunk and arena records are never freed, only emptied.
-std::atomic<ArenaChunk*> g_chunks[4096];
-std::atomic<int> g_chunk_hwm{0};
-std::mutex g_chunk_mu;
-
-ArenaChunk* find_chunk(void* p) {
-  const int hwm = g_chunk_hwm.load(std::memory_order_acquire);
-  const char* c = static_cast<const char*>(p);
-  for (int i = 0; i < hwm; ++i) {
-    ArenaChunk* k = g_chunks[i].load(std::memory_order_acquire);
-    if (k != nullptr && c >= k->base && c < k->base + k->bytes) return k;
-  }
-  return nullptr;
-}
+Registry<ArenaChunk> g_chunks;  // chunk and arena records are never freed, only emptied
 
 void arena_insert_free(Arena* a, int chunk, int64_t off, int64_t size) {
   a->free_at.emplace(std::make_pair(chunk, off), size);
@@ -253,19 +289,7 @@ bool arena_grow(Arena* a, int64_t need) {
   k->base = static_cast<char*>(mem);
   k->bytes = bytes;
   k->arena = a;
-  {
-    std::lock_guard<std::mutex> lock(g_chunk_mu);
-    for (int i = 0; i < 4096; ++i) {
-      if (g_chunks[i].load(std::memory_order_relaxed) == nullptr) {
-        k->slot = i;
-        g_chunks[i].store(k, std::memory_order_release);
-        if (i + 1 > g_chunk_hwm.load(std::memory_order_relaxed)) {
-          g_chunk_hwm.store(i + 1, std::memory_order_release);
-        }
-        break;
-      }
-    }
-  }
+  g_chunks.add(k);
   if (k->slot < 0) {  // every slot taken
     munmap(mem, static_cast<size_t>(bytes));
     delete k;
@@ -305,9 +329,8 @@ void release_range(char* base, int64_t lo, int64_t hi);
 // Called with a->mu held, once the arena is retired and holds no block.
 void arena_unmap(Arena* a) {
   for (ArenaChunk* k : a->chunks) {
-    g_chunks[k->slot].store(nullptr, std::memory_order_release);
+    g_chunks.remove(k);
     munmap(k->base, static_cast<size_t>(k->bytes));
-    k->slot = -1;
   }
   a->chunks.clear();
   a->free_at.clear();
@@ -376,7 +399,7 @@ void arena_retire(Arena* a) {
 
 void arena_delete(void* p) {
   if (g_profiling.load(std::memory_order_acquire) > 0) profile_free(p);
-  if (ArenaChunk* k = find_chunk(p)) arena_free(k, p);
+  if (ArenaChunk* k = g_chunks.find(p)) arena_free(k, p);
 }
 
 // ---------------------------------------------------------------- replay
@@ -406,34 +429,7 @@ struct SlabMem {
   int slot = -1;
 };
 
-constexpr int kSlots = 4096;
-std::atomic<SlabMem*> g_slabs[kSlots];
-std::atomic<int> g_slab_hwm{0};
-std::mutex g_slab_mu;  // serialises slot assignment only
-
-SlabMem* find_slab(void* p) {
-  const int hwm = g_slab_hwm.load(std::memory_order_acquire);
-  const char* c = static_cast<const char*>(p);
-  for (int i = 0; i < hwm; ++i) {
-    SlabMem* s = g_slabs[i].load(std::memory_order_acquire);
-    if (s != nullptr && c >= s->base && c < s->base + s->bytes) return s;
-  }
-  return nullptr;
-}
-
-void slab_register(SlabMem* s) {
-  std::lock_guard<std::mutex> lock(g_slab_mu);
-  for (int i = 0; i < kSlots; ++i) {
-    if (g_slabs[i].load(std::memory_order_relaxed) == nullptr) {
-      s->slot = i;
-      g_slabs[i].store(s, std::memory_order_release);
-      if (i + 1 > g_slab_hwm.load(std::memory_order_relaxed)) {
-        g_slab_hwm.store(i + 1, std::memory_order_release);
-      }
-      return;
-    }
-  }
-}
+Registry<SlabMem> g_slabs;
 
 int64_t page_size() {
   static const int64_t page = [] {
@@ -473,11 +469,8 @@ void release_unused_pages(SlabMem* s) {
 
 // Called with s->mu held, when s is retired and holds nothing live.
 void slab_release_bytes(SlabMem* s) {
-  if (s->slot >= 0) {
-    g_slabs[s->slot].store(nullptr, std::memory_order_release);
-    s->slot = -1;
-  }
-  // base and bytes keep their values: a concurrent find_slab that loaded this
+  g_slabs.remove(s);
+  // base and bytes keep their values: a concurrent g_slabs.find that loaded this
   // record before the slot was cleared then reads constants, and no pointer
   // being freed can lie in the released range (its slot is cleared before the bytes are).
   munmap(s->base, static_cast<size_t>(s->bytes));
@@ -508,7 +501,7 @@ SlabMem* slab_new(const std::shared_ptr<const Plan>& shared) {
   s->plan = shared;
   s->state.assign(static_cast<size_t>(plan.n), 0);
   s->live_at.assign(plan.offsets.size(), -1);
-  slab_register(s);
+  g_slabs.add(s);
   if (s->slot < 0) {  // every slot taken: no slab
     munmap(s->base, static_cast<size_t>(bytes));
     delete s;
@@ -532,7 +525,7 @@ void slab_free(SlabMem* s, void* p) {
 }
 
 void slab_delete(void* p) {
-  if (SlabMem* s = find_slab(p)) slab_free(s, p);
+  if (SlabMem* s = g_slabs.find(p)) slab_free(s, p);
 }
 
 // What Python holds per (plan, thread): the current region, replaced when a
@@ -676,11 +669,11 @@ c10::DataPtr replay_alloc(Replay* r, size_t n) {
 }
 
 void any_delete(void* p) {
-  if (SlabMem* s = find_slab(p)) {
+  if (SlabMem* s = g_slabs.find(p)) {
     slab_free(s, p);
     return;
   }
-  if (ArenaChunk* k = find_chunk(p)) {
+  if (ArenaChunk* k = g_chunks.find(p)) {
     if (g_profiling.load(std::memory_order_acquire) > 0) profile_free(p);
     arena_free(k, p);
     return;
@@ -825,10 +818,7 @@ int dsa_release_free_memory() {
 // The number of profile-arena chunks mapped now (for tests: an arena is
 // unmapped when its pass has ended and its last block died).
 int dsa_profile_arena_chunks() {
-  const int hwm = g_chunk_hwm.load(std::memory_order_acquire);
-  int n = 0;
-  for (int i = 0; i < hwm; ++i) n += g_chunks[i].load(std::memory_order_acquire) != nullptr;
-  return n;
+  return g_chunks.size();
 }
 
 // A session already open on this thread (profile or replay)?
