@@ -74,6 +74,9 @@ def test_summary_numbers():
     assert s["heavy_glibc_ratio"] == pytest.approx(0.5)
     assert s["heavy_vs_fastest"] == pytest.approx(1.0)
     assert s["heavy_best_attached_vs_fastest"] == pytest.approx(0.98)
+    assert s["heavy_on_fastest"] == pytest.approx(0.98)  # dsa on jemalloc / jemalloc eager, paired
+    # no point is a named heavy model at batch >= 8
+    assert s["named_points"] == 0 and s["named_glibc_ratio"] is None
     assert s["all_glibc_ratio"] == pytest.approx(math.sqrt(0.5 * 1.03))
     assert s["all_vs_fastest"] == pytest.approx(math.sqrt(1.0 * 1.01))
     # (c) A: attached glibc 50 MB <= fastest eager (jemalloc) 60 MB; B: 40 MB > glibc eager 30 MB
@@ -85,6 +88,17 @@ def test_summary_numbers():
     assert (s["slab_over_load_le_target"], s["slab_rows"]) == (3, 4)
     assert s["identical"] == 3
     assert s["overhead_us"] == pytest.approx(0.7) and s["overhead_at"] == "jemalloc"
+
+
+def test_named_heavy_points_are_the_issues_models_at_batch_8():
+    doc = copy.deepcopy(DOC)
+    for row in doc["results"]:
+        row.update(model="unet", batch=8)
+    s = report.summarize(doc)
+    assert s["named_points"] == 2
+    assert s["named_glibc_ratio"] == pytest.approx(math.sqrt(0.5 * 1.03))
+    # point A: fastest eager is jemalloc (paired 0.98); point B: glibc (paired 1.03)
+    assert s["named_on_fastest"] == pytest.approx(math.sqrt(0.98 * 1.03))
 
 
 def test_heavy_needs_another_allocator():
@@ -99,13 +113,15 @@ def test_markdown():
     assert md.startswith("# Latency study")
     targets = md[md.index("## Targets"):md.index("## Per-call overhead")]
     lines = [line for line in targets.splitlines() if line.startswith("| (")]
-    assert len(lines) == 6
+    assert len(lines) == 9
     assert "| 1.030 | ≤ 1.02 | **missed** |" in lines[0]
     assert "| 0.500 | ≤ 0.6 | met |" in lines[1]
     assert "| 1.000 | ≤ 0.95 | **missed** |" in lines[2]
-    assert "| 1/2 | all | **missed** |" in lines[3]
-    assert "| 1.050 | ≤ 1.02 | **missed** |" in lines[4]
-    assert "| 3/4 | all | **missed** |" in lines[5]
+    assert "| 0.980 | ≤ 0.95 | **missed** |" in lines[3]   # dsa on the fastest allocator, paired
+    assert "| n/a | ≤ 0.6 | n/a |" in lines[4]             # no named heavy point in this document
+    assert "| 1/2 | all | **missed** |" in lines[6]
+    assert "| 1.050 | ≤ 1.02 | **missed** |" in lines[7]
+    assert "| 3/4 | all | **missed** |" in lines[8]
     assert "| 0.70 µs | ≤ 1.0 µs | met |" in targets
     assert "tcmalloc (libtcmalloc.so.4 not found)" in md
     assert "`latency_study.py --preset test`" in md
