@@ -44,7 +44,7 @@ docs-figures: $(PY)
 	$(PY) docs/scripts/make_figures.py
 
 # opt-in: the latency study of the torch adapter (issue 10): eager vs attach on glibc, jemalloc (defaults
-# and the thesis's MALLOC_CONF) and tcmalloc; about 25 minutes on 2 idle cores (LATENCY_PRESET=quick: about
+# and the thesis's MALLOC_CONF) and tcmalloc; about 31 minutes on 2 idle cores (LATENCY_PRESET=quick: about
 # 2 minutes). Installs Debian's libjemalloc2 and libgoogle-perftools4 when missing (needs root and apt-get);
 # without them the study skips those allocators. Writes docs/results/latency.{json,md} and latency_*.png.
 LATENCY_PRESET ?= default

@@ -23,6 +23,7 @@ A *point* is a configuration without its allocator: ``(model, batch, size, servi
 from __future__ import annotations
 
 import math
+import statistics
 from pathlib import Path
 
 HEAVY_PENALTY = 1.10  # eager glibc / fastest eager at or above this: an allocation-heavy point
@@ -36,6 +37,47 @@ POINT_KEYS = ("model", "batch", "size", "serving", "intra")
 
 def point_of(row: dict) -> tuple:
     return tuple(row.get(k) for k in POINT_KEYS)
+
+
+# fields of a configuration's repeated runs that are merged by their median
+_MEDIAN_FIELDS = ("eager_us", "attached_us", "ratio", "ratio_q1", "ratio_q3", "first_call_ms",
+                  "rss_eager_delta_kb", "rss_attached_delta_kb", "rss_eager_peak_kb", "rss_attached_peak_kb")
+
+
+def merge_repeats(runs: list[dict]) -> list[dict]:
+    """One row per configuration from its repeated runs (separate processes at different times).
+
+    Medians of the timings, paired ratios and RSS figures; the worst slab/LOAD and share from the
+    slab; fallbacks summed; outputs identical only if identical in every run. ``repeats`` counts the
+    runs that succeeded (``failed_repeats`` the others) and ``*_runs`` keep each run's value. A
+    configuration whose every run failed keeps its last failure.
+    """
+    groups: dict[tuple, list[dict]] = {}
+    for row in runs:
+        groups.setdefault((point_of(row), row["allocator"]), []).append(row)
+    merged = []
+    for rows in groups.values():
+        ok = [r for r in rows if r.get("ok")]
+        if not ok:
+            merged.append(dict(rows[-1], repeats=0, failed_repeats=len(rows)))
+            continue
+        row = dict(ok[0])
+        for field in _MEDIAN_FIELDS:
+            values = [r[field] for r in ok if r.get(field) is not None]
+            if values:
+                row[field] = statistics.median(values)
+        for field, pick in (("slab_over_load", max), ("from_slab", min)):
+            values = [r[field] for r in ok if r.get(field) is not None]
+            if values:
+                row[field] = pick(values)
+        row["fallbacks"] = sum(r.get("fallbacks") or 0 for r in ok)
+        for field in ("identical", "eager_deterministic"):
+            row[field] = all(bool(r.get(field)) for r in ok)
+        row["repeats"], row["failed_repeats"] = len(ok), len(rows) - len(ok)
+        for field in ("eager_us", "attached_us", "ratio"):
+            row[f"{field}_runs"] = [r.get(field) for r in ok]
+        merged.append(row)
+    return merged
 
 
 def geomean(values) -> float | None:
@@ -194,6 +236,9 @@ def render_markdown(doc: dict, plots: list[str] | None = None) -> str:
         f"`{str(meta.get('git_commit', '?'))[:12]}`{' (dirty tree)' if meta.get('git_dirty') else ''}.")
     lines.append("")
     lines.append(f"Command: `{meta.get('command', '?')}`")
+    if (meta.get("repeats") or 1) > 1:
+        lines += ["", f"Every configuration ran {meta['repeats']} times, in separate processes a whole pass over "
+                  "the grid apart; the figures are the medians over those runs."]
     skipped = meta.get("skipped_allocators") or {}
     if skipped:
         lines.append("")

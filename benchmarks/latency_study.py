@@ -34,7 +34,8 @@ Presets (every axis can be overridden by its flag)::
     quick    mobilenet, unet; batch 8; sizes 64, 128; serving 1, 2; intra 1; 4 allocators
              (about 2 minutes: development and smoke test)
     default  every model; batch 1, 8; sizes 64, 224; serving 1, 2; intra 1, plus intra 2 for the
-             heavy models (unet, mobilenet_v2); 4 allocators (about 25 minutes on 2 idle cores)
+             heavy models (unet, mobilenet_v2); 4 allocators; every configuration run twice, a pass
+             over the grid apart, medians reported (about 31 minutes on 2 idle cores)
     full     every model; batch 1, 4, 8; sizes 64, 128, 224; serving 1, 2, 4; intra 1, 2;
              4 allocators (hours)
 
@@ -85,13 +86,13 @@ ALLOCATORS = {
 PRESETS = {
     "quick": {"models": ("mobilenet", "unet"), "batches": (8,), "sizes": (64, 128), "serving": (1, 2),
               "intra": (1,), "heavy_intra": None, "budget_s": 0.4, "min_rounds": 5, "max_rounds": 12,
-              "block_ms": 20.0, "rss_calls": 3, "overhead_rounds": 15},
+              "block_ms": 20.0, "rss_calls": 3, "overhead_rounds": 15, "repeats": 1},
     "default": {"models": ALL_MODELS, "batches": (1, 8), "sizes": (64, 224), "serving": (1, 2), "intra": (1,),
                 "heavy_intra": (1, 2), "budget_s": 1.2, "min_rounds": 7, "max_rounds": 25, "block_ms": 25.0,
-                "rss_calls": 4, "overhead_rounds": 31},
+                "rss_calls": 4, "overhead_rounds": 31, "repeats": 2},
     "full": {"models": ALL_MODELS, "batches": (1, 4, 8), "sizes": (64, 128, 224), "serving": (1, 2, 4),
              "intra": (1, 2), "heavy_intra": None, "budget_s": 2.0, "min_rounds": 9, "max_rounds": 30,
-             "block_ms": 30.0, "rss_calls": 6, "overhead_rounds": 31},
+             "block_ms": 30.0, "rss_calls": 6, "overhead_rounds": 31, "repeats": 1},
 }
 
 
@@ -329,6 +330,7 @@ def run_study(args, axes: dict, argv) -> dict:
     for name, why in skipped.items():
         print(f"latency study: skipping allocator {name}: {why}", file=sys.stderr)
     points = grid(axes)
+    repeats = max(1, int(axes.get("repeats", 1)))
     n_conf = len(points) * len(available)
     print(f"latency study: {len(points)} points x {len(available)} allocators = {n_conf} configurations"
           f" ({'fresh processes' if args.no_fork else 'forked from one prepared process per allocator'})",
@@ -345,7 +347,7 @@ def run_study(args, axes: dict, argv) -> dict:
                     "axes": {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in axes.items()},
                     "heavy_models": list(HEAVY_MODELS), "allocators": available, "skipped_allocators": skipped,
                     "heavy_penalty": report.HEAVY_PENALTY},
-           "results": [], "overhead": []}
+           "results": [], "runs": [], "overhead": []}
     meta = doc["meta"]
     timeout = args.timeout
     with tempfile.TemporaryDirectory(prefix="dsa-latency-") as tmpdir:
@@ -395,6 +397,8 @@ def run_study(args, axes: dict, argv) -> dict:
                     meta["torch"] = None
             names = list(available)
             n_conf = len(points) * len(names)
+            meta["repeats"] = repeats
+            n_runs = n_conf * repeats
 
             def measure(name, phase, cfg):
                 if args.no_fork:
@@ -403,8 +407,12 @@ def run_study(args, axes: dict, argv) -> dict:
 
             done = 0
             out_json = args.json
-            for i, point in enumerate(points):
-                order = names[i % len(names):] + names[:i % len(names)]  # rotate: no allocator always first
+            # every configuration runs `repeats` times, a whole pass over the grid apart, so that a
+            # slow spell of the machine does not hit one allocator's only run
+            schedule = [(rep, i, point) for rep in range(repeats) for i, point in enumerate(points)]
+            for rep, i, point in schedule:
+                shift = (i + rep) % len(names)
+                order = names[shift:] + names[:shift]  # rotate: no allocator always first
                 for name in order:
                     cfg = {**point, "budget_s": axes["budget_s"], "min_rounds": axes["min_rounds"],
                            "max_rounds": axes["max_rounds"], "block_ms": axes["block_ms"],
@@ -416,10 +424,12 @@ def run_study(args, axes: dict, argv) -> dict:
                         res = {s: measure(name, s, cfg) for s in sides}
                         rss_e, rss_a = res["rss-eager"], res["rss-attached"]
                     row = _row(point, name, pair, rss_e, rss_a)
-                    doc["results"].append(row)
+                    row["rep"] = rep
+                    doc["runs"].append(row)
+                    doc["results"] = report.merge_repeats(doc["runs"])
                     done += 1
                     elapsed = time.monotonic() - t_start
-                    eta = elapsed / done * (n_conf - done)
+                    eta = elapsed / done * (n_runs - done)
                     where = (f"{point['model']} b={point['batch']} size={point['size'] or 'native'} "
                              f"serving={point['serving']} intra={point['intra']} {name}")
                     if row["ok"]:
@@ -433,9 +443,9 @@ def run_study(args, axes: dict, argv) -> dict:
                     else:
                         msg = "FAILED: " + str(row.get("error", "")).strip().splitlines()[-1:][0] if row.get(
                             "error") else "FAILED"
-                    print(f"[{done}/{n_conf} {_fmt_eta(elapsed)} eta {_fmt_eta(eta)}] {where}: {msg}",
+                    print(f"[{done}/{n_runs} {_fmt_eta(elapsed)} eta {_fmt_eta(eta)}] {where}: {msg}",
                           file=sys.stderr, flush=True)
-                    if out_json is not None and (done % 4 == 0 or done == n_conf):
+                    if out_json is not None and (done % 4 == 0 or done == n_runs):
                         meta["duration_s"] = round(time.monotonic() - t_start, 1)
                         _save_json(doc, out_json)
             if not args.no_overhead:
@@ -493,6 +503,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-rounds", type=int, help="paired rounds at most")
     ap.add_argument("--block-ms", type=float, help="target duration of one timed block")
     ap.add_argument("--rss-calls", type=int, help="calls per serving thread in the RSS processes")
+    ap.add_argument("--repeats", type=int,
+                    help="runs of every configuration, a pass over the grid apart (their medians are reported)")
     ap.add_argument("--no-rss", action="store_true", help="skip the eager-only / attached-only RSS processes")
     ap.add_argument("--no-overhead", action="store_true", help="skip the per-call overhead micro-benchmark")
     ap.add_argument("--no-fork", action="store_true",
@@ -527,7 +539,7 @@ def main(argv: list[str] | None = None) -> int:
     axes = dict(PRESETS[args.preset])
     axes["allocators"] = tuple(ALLOCATORS)
     for key in ("models", "batches", "sizes", "serving", "intra", "allocators", "budget_s", "min_rounds",
-                "max_rounds", "block_ms", "rss_calls"):
+                "max_rounds", "block_ms", "rss_calls", "repeats"):
         value = getattr(args, key)
         if value is not None:
             axes[key] = value

@@ -179,3 +179,22 @@ def test_one_tiny_configuration_runs(tmp_path):
     assert row["rss_eager_peak_kb"] > 0 and row["rss_attached_peak_kb"] > 0
     assert doc["meta"]["allocators"]["glibc"]["preload"] is None and doc["meta"]["torch"]
     assert (tmp_path / "latency.md").read_text().startswith("# Latency study")
+
+
+def test_repeated_runs_merge_by_median():
+    runs = [dict(_row(1, "glibc", 200.0, 100.0, 0.5, rss_e=80, rss_a=50), rep=0),
+            dict(_row(1, "glibc", 300.0, 120.0, 0.4, rss_e=90, rss_a=40, sol=1.01, identical=False), rep=1),
+            dict(_row(1, "glibc", 250.0, 110.0, 0.45, rss_e=70, rss_a=60), rep=2),
+            dict(_row(1, "jemalloc", 100.0, 98.0, 0.98, rss_e=60, rss_a=70), rep=0),
+            {"model": "toy", "batch": 1, "size": 64, "serving": 1, "intra": 1, "allocator": "jemalloc",
+             "ok": False, "error": "boom", "rep": 1}]
+    merged = {r["allocator"]: r for r in report.merge_repeats(runs)}
+    g = merged["glibc"]
+    assert (g["eager_us"], g["attached_us"], g["ratio"]) == (250.0, 110.0, 0.45)
+    assert g["rss_eager_delta_kb"] == 80 * MB and g["rss_attached_delta_kb"] == 50 * MB
+    assert g["slab_over_load"] == 1.01 and g["identical"] is False  # worst of the runs
+    assert (g["repeats"], g["failed_repeats"]) == (3, 0) and g["ratio_runs"] == [0.5, 0.4, 0.45]
+    j = merged["jemalloc"]
+    assert j["ok"] and (j["repeats"], j["failed_repeats"]) == (1, 1) and j["eager_us"] == 100.0
+    only_failed = report.merge_repeats([runs[-1]])
+    assert len(only_failed) == 1 and not only_failed[0]["ok"] and only_failed[0]["repeats"] == 0
