@@ -147,6 +147,10 @@ thread_local std::string t_key;
 
 PyObject* Dispatcher_call(PyObject* self, PyObject* args, PyObject* kwargs) {
   auto* d = reinterpret_cast<Dispatcher*>(self);
+  if (d->slow == nullptr) {  // its references were cleared (garbage collection of the wrapper)
+    PyErr_SetString(PyExc_RuntimeError, "this attached module has been released");
+    return nullptr;
+  }
   if (!d->enabled || (kwargs != nullptr && PyDict_GET_SIZE(kwargs) != 0)) {
     return PyObject_Call(d->slow, args, kwargs);
   }

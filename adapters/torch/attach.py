@@ -336,8 +336,8 @@ class AttachedModule(torch.nn.Module):
 
     def _profile_and_plan(self, key, args, kwargs, old: _Entry | None):
         output, trace = _call_profiled(self.module, args, kwargs)
-        # the profiled pass ran on the default allocator: have it give that memory back before the
-        # slab is made, so that the process does not hold both
+        # the pass's blocks came from an arena that is gone; have malloc give back what it still
+        # holds free (the pass's other allocations) before the slab is made
         _native.lib().dsa_release_free_memory()
         escaped = old.escaped if old is not None and len(old.trace) == len(trace) else frozenset()
         entry = self._plan(trace, escaped)
@@ -439,16 +439,17 @@ class AttachedModule(torch.nn.Module):
             self._count("eager_calls")
             return self.module(*args, **kwargs)
         entry.calls += 1
-        result = -1
         try:
             return self.module(*args, **kwargs)
         finally:
             result = lib.dsa_replay_end(session)
             if result > 0:
                 self._after_pass(key, entry, slab, result)
-            elif result == 0 and self._fast is not None and not kwargs and self._handles.entries.get(key) is entry:
+            elif result == 0 and self._fast is not None and not kwargs:
                 # it followed its plan: the dispatcher serves this signature on this thread from now on
-                self._fast.bind(args, slab, entry)
+                with self._lock:
+                    if self._handles.entries.get(key) is entry and not entry.stale and entry.plan is not None:
+                        self._fast.bind(args, slab, entry)
 
     def _after_pass(self, key, entry: _Entry, slab, result: int) -> None:
         """A replay fell back, or slab blocks outlived it: learn, and replan or give up."""
