@@ -5,10 +5,17 @@ and the Python driver asks the budget between chunks whether to go on (MiniMallo
 ``nodes_remaining`` inside its search and checks a deadline the same way). A strategy stopped by its
 budget before it finished returns the best plan it has with status ``LIMIT_REACHED`` and reports the
 nodes it used in ``stats["nodes"]``.
+
+Time spent importing numba and compiling or loading kernels while a budget runs (the first calls in
+a process; ``stats["jit_s"]``) does not count against its time limit: the deadline moves by it, so
+that a plan does not depend on whether the kernels were already compiled. A call can therefore
+take its time limit plus that one-off cost.
 """
 from __future__ import annotations
 
 import time
+
+from dsa._kernels import jit_seconds
 
 __all__ = ["Budget"]
 
@@ -19,7 +26,8 @@ class Budget:
     Parameters
     ----------
     time_limit : float, optional
-        Seconds from construction; ``None`` means no time limit.
+        Seconds from construction, not counting time spent loading numba kernels meanwhile;
+        ``None`` means no time limit.
     node_limit : int, optional
         Nodes (or iterations) in all; ``None`` means no node limit.
 
@@ -42,8 +50,17 @@ class Budget:
         self.time_limit = time_limit
         self.node_limit = None if node_limit is None else int(node_limit)
         self.started = time.perf_counter()
-        self.deadline = None if time_limit is None else self.started + time_limit
+        self._deadline = None if time_limit is None else self.started + time_limit
+        self._jit0 = jit_seconds()
         self.nodes = 0
+
+    @property
+    def deadline(self) -> float | None:
+        """The ``time.perf_counter()`` value at which the time runs out (None without a limit):
+        ``time_limit`` after construction, moved later by the kernel-loading time spent since."""
+        if self._deadline is None:
+            return None
+        return self._deadline + (jit_seconds() - self._jit0)
 
     def elapsed(self) -> float:
         """Seconds since the budget was made."""
@@ -51,16 +68,18 @@ class Budget:
 
     def remaining(self) -> float:
         """Seconds left (``inf`` without a time limit; never negative)."""
-        if self.deadline is None:
+        deadline = self.deadline
+        if deadline is None:
             return float("inf")
-        return max(0.0, self.deadline - time.perf_counter())
+        return max(0.0, deadline - time.perf_counter())
 
     @property
     def exhausted(self) -> bool:
         """True once the time or the nodes are spent."""
         if self.node_limit is not None and self.nodes >= self.node_limit:
             return True
-        return self.deadline is not None and time.perf_counter() >= self.deadline
+        deadline = self.deadline
+        return deadline is not None and time.perf_counter() >= deadline
 
     def grant(self, chunk: int) -> int:
         """Nodes the next chunk may use: ``chunk``, or fewer if the node limit is closer (0 when spent)."""

@@ -288,3 +288,17 @@ print(indices.tolist() == [1, 0], numba.config.CACHE_DIR.split("/")[-1].startswi
     out = _fresh(code).split()
     assert out[:3] == ["True", "True", "True"]
     assert not os.path.exists(out[3])  # the temporary cache goes with the process
+
+
+def test_kernel_loading_does_not_count_against_a_time_limit(monkeypatch):
+    import dsa.budget
+
+    jit = {"s": 5.0}
+    monkeypatch.setattr(dsa.budget, "jit_seconds", lambda: jit["s"])
+    b = Budget(time_limit=0.05)
+    first = b.deadline
+    jit["s"] += 10.0  # numba compiled for 10 s while the budget ran
+    assert b.deadline == pytest.approx(first + 10.0)
+    assert not b.exhausted and b.remaining() > 9.0
+    unlimited = Budget()
+    assert unlimited.deadline is None and unlimited.remaining() == float("inf")
