@@ -53,6 +53,17 @@ def _random(rng):
 
 # --------------------------------------------------------------------------- decoder
 @njit(cache=True)
+def _swap(order, pos, i, j):
+    """Exchange the rows at positions i and j of an order, keeping ``pos`` (row -> position) in step."""
+    a = order[i]
+    b = order[j]
+    order[i] = b
+    order[j] = a
+    pos[b] = i
+    pos[a] = j
+
+
+@njit(cache=True)
 def init_list(fixed_rows, starts, ends, sizes, offsets, sl_lo, sl_hi, sl_s, sl_e, sl_id):
     """Fill the sorted list with the fixed rows (of non-zero size); return its length.
 
@@ -333,24 +344,14 @@ def search_chunk(iters, rng, st, fst, prm, fprm, hist_k1, hist_k2,
                     order_c[j] = r
                     pos_c[r] = j
                 else:
-                    a = order_c[i]
-                    b = order_c[j]
-                    order_c[i] = b
-                    order_c[j] = a
-                    pos_c[b] = i
-                    pos_c[a] = j
+                    _swap(order_c, pos_c, i, j)
                 p0 = j
         elif u < p_rsw:
             if m > 1:
                 w = m // 8 + 1
                 i = _randint(rng, m - 1)
                 j = i + 1 + _randint(rng, min(w, m - 1 - i))
-                a = order_c[i]
-                b = order_c[j]
-                order_c[i] = b
-                order_c[j] = a
-                pos_c[b] = i
-                pos_c[a] = j
+                _swap(order_c, pos_c, i, j)
                 p0 = i
         elif u < p_flip:
             bf = not bf
