@@ -62,7 +62,11 @@ def aligned_load(problem) -> int:
     >>> dsa.bounds.load(p), dsa.bounds.aligned_load(p)            # the lower one pads to 64 bytes
     (12, 68)
     """
-    plain = load(problem)
+    return _aligned_load(problem, load(problem))
+
+
+def _aligned_load(problem, plain: int) -> int:
+    """:func:`aligned_load`, given the problem's LOAD ``plain`` (computed once by the caller)."""
     nonzero = problem.sizes > 0
     if not nonzero.any():
         return plain
@@ -104,7 +108,7 @@ def lower_bound(problem, *, sweep=None) -> int:
     problem = as_problem(problem)
     bound = sweep.load if sweep is not None else load(problem)
     if len(problem) and problem.alignments.max() > 1:
-        bound = max(bound, aligned_load(problem))
+        bound = _aligned_load(problem, bound)  # bound is LOAD here
     fixed = problem.is_fixed
     if fixed.any():
         bound = max(bound, int((problem.fixed_offsets[fixed] + problem.sizes[fixed]).max()))
