@@ -5,9 +5,12 @@ It sits below both :mod:`dsa.problem` (whose input check rejects colliding fixed
 """
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import numpy as np
 
-from dsa._kernels import use_numpy
+from dsa import _kernels
+from dsa._kernels import numba_loaded, use_numpy
 
 __all__ = ["find_overlap"]
 
@@ -15,6 +18,11 @@ __all__ = ["find_overlap"]
 # (O(m^2) memory, about a millisecond), which spares a first validation the numba import and kernel
 # load. See dsa._kernels.use_numpy.
 SMALL_M = 512
+# While numba is not loaded in the process, up to this many non-empty rows are checked by a sweep in
+# plain Python (about 5 ms per 10k rows, close to the kernel's time with its sorts) rather than by
+# loading numba for the check alone: a process that only validates plans made elsewhere (the torch
+# adapter's, planned in a helper process) then never pays numba's ~100 MB.
+SWEEP_M = 1_000_000
 
 
 def find_overlap(starts, ends, sizes, offsets):
@@ -22,7 +30,8 @@ def find_overlap(starts, ends, sizes, offsets):
 
     Zero-size rows never overlap. Complexity O(n log n): three sorts, then a sweep over time with a
     Fenwick tree over offsets (numba, compiled on first use). Up to ``SMALL_M`` non-empty rows, every
-    pair is checked at once in numpy instead in the first calls of a process.
+    pair is checked at once in numpy instead in the first calls of a process; up to ``SWEEP_M``, a
+    process that has not loaded numba sweeps in plain Python (:func:`_sweep_overlap`).
     """
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
@@ -43,6 +52,9 @@ def find_overlap(starts, ends, sizes, offsets):
             return None
         i, j = hits[0]
         return int(rows[i]), int(rows[j])
+    if _kernels.FORCE == "sweep" or (_kernels.FORCE is None and not numba_loaded() and len(rows) < SWEEP_M):
+        pair = _sweep_overlap(starts, ends, offsets, tops)
+        return None if pair is None else (int(rows[pair[0]]), int(rows[pair[1]]))
     from dsa._kernels.overlap_check import first_overlap
 
     i, j = first_overlap(starts, ends, offsets, tops, np.argsort(starts), np.argsort(ends),
@@ -50,3 +62,34 @@ def find_overlap(starts, ends, sizes, offsets):
     if i < 0:
         return None
     return int(rows[i]), int(rows[j])
+
+
+def _sweep_overlap(starts, ends, offsets, tops):
+    """:func:`find_overlap` on non-empty rows by a sweep over time in plain Python, O(n log n + n k).
+
+    Events in time order, a row's end before any start at the same time (lifetimes are half-open).
+    The rows alive are kept in a list sorted by ``(offset, row)``; they never overlap one another
+    (each was checked when it arrived), so an arriving row can only collide with its two neighbours
+    in that list. ``k`` is the number of rows alive at once (list insertion and removal move them).
+    """
+    n = len(starts)
+    times = np.concatenate([ends, starts])
+    kinds = np.concatenate([np.zeros(n, np.int8), np.ones(n, np.int8)])  # 0 end, 1 start
+    order = np.lexsort((kinds, times))  # by time, ends first
+    off = offsets.tolist()
+    top = tops.tolist()
+    live: list[tuple[int, int]] = []
+    for event in order.tolist():
+        if event < n:  # the end of row ``event``
+            key = (off[event], event)
+            del live[bisect_left(live, key)]
+            continue
+        row = event - n
+        key = (off[row], row)
+        at = bisect_left(live, key)
+        if at > 0 and top[live[at - 1][1]] > key[0]:
+            return live[at - 1][1], row
+        if at < len(live) and live[at][0] < top[row]:
+            return live[at][1], row
+        live.insert(at, key)
+    return None

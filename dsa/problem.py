@@ -270,6 +270,10 @@ class Problem:
     def __delattr__(self, name):
         raise AttributeError("Problem is immutable")
 
+    def __reduce__(self):
+        # pickling (multiprocessing, dsa's planner process) rebuilds through the checked constructor
+        return _unpickle, tuple(getattr(self, name) for name in self.__slots__)
+
     def __len__(self) -> int:
         return len(self.starts)
 
@@ -463,3 +467,8 @@ def as_problem(obj, *, capacity=None) -> Problem:
     if capacity is not None and capacity != problem.capacity:
         problem = problem.replace(capacity=capacity)
     return problem
+
+
+def _unpickle(starts, ends, sizes, ids, alignments, fixed_offsets, capacity) -> Problem:
+    return Problem(starts, ends, sizes, ids=ids, alignments=alignments, fixed_offsets=fixed_offsets,
+                   capacity=capacity)

@@ -150,11 +150,11 @@ def problems_with_offsets(draw):
     return problem, offsets
 
 
-def _both_overlap_paths():
-    """Run the body twice: the numpy pairwise check (small inputs) and the numba sweep kernel."""
+def _every_overlap_path():
+    """Run the body three times: the numpy pairwise check, the plain-Python sweep and the numba kernel."""
     import dsa._kernels
 
-    for path in ("numpy", "kernel"):
+    for path in ("numpy", "sweep", "kernel"):
         with mock.patch.object(dsa._kernels, "FORCE", path):
             yield
 
@@ -162,7 +162,7 @@ def _both_overlap_paths():
 @given(case=problems_with_offsets())
 @settings(max_examples=400)
 def test_validate_agrees_with_naive(case):
-    for _ in _both_overlap_paths():
+    for _ in _every_overlap_path():
         _check_validate_agrees_with_naive(case)
 
 
@@ -190,7 +190,7 @@ def test_find_overlap_agrees_with_naive(case):
 
     problem, offsets = case
     issues = [i for i in naive_validate(problem.starts, problem.ends, problem.sizes, offsets) if i.rule == "overlap"]
-    for _ in _both_overlap_paths():
+    for _ in _every_overlap_path():
         pair = find_overlap(problem.starts, problem.ends, problem.sizes, offsets)
         if pair is None:
             assert not issues
@@ -206,7 +206,7 @@ def test_validate_stacked_columns_agree(problem, data):
     sizes = data.draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
     p = dsa.Problem(problem.starts, problem.ends, sizes)
     issues = naive_validate(p.starts, p.ends, sizes, offsets)
-    for _ in _both_overlap_paths():
+    for _ in _every_overlap_path():
         try:
             dsa.validate(p, offsets)
             ok = True

@@ -12,7 +12,7 @@ import time
 
 import sys
 
-__all__ = ["jit_seconds", "use_numpy"]
+__all__ = ["jit_seconds", "numba_loaded", "use_numpy"]
 
 _state = {"seconds": 0.0, "numba": None}
 _numpy_calls: dict[str, int] = {}
@@ -20,7 +20,8 @@ _numpy_calls: dict[str, int] = {}
 # numpy stand-ins are used for the first calls of a process only: after this many, loading the
 # kernel (a one-off ~0.1-0.5 s) is cheaper than the stand-in's O(n^2) work on every call
 NUMPY_CALLS = 16
-# tests set this to "numpy" or "kernel" to exercise one path whatever the state of the process
+# tests set this to "numpy" or "kernel" (or "sweep", for dsa.overlap) to exercise one path whatever
+# the state of the process
 FORCE: str | None = None
 
 
@@ -52,6 +53,11 @@ def _load_numba():
         _state["numba"] = numba
         _state["seconds"] += time.perf_counter() - t0
     return numba
+
+
+def numba_loaded() -> bool:
+    """Whether this process has imported numba through :mod:`dsa._kernels` (a kernel was needed)."""
+    return _state["numba"] is not None
 
 
 def use_numpy(kernel: str, n: int, limit: int) -> bool:
