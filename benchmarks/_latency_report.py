@@ -305,8 +305,9 @@ def render_markdown(doc: dict, plots: list[str] | None = None) -> str:
               "(IQR in brackets). *vs fastest*: attached µs / the lowest eager µs of any allocator at the point. "
               f"*Allocation-heavy* point: {s['heavy_definition']}. *attached(glibc)*: dsa on the default "
               "allocator, no preload. *RSS growth*: peak RSS (VmHWM) of a process that ran only that side "
-              "minus its RSS at the start of the measurement (interpreter, torch and the planner's kernels "
-              "are loaded before, identically for both sides). Latencies are per call and per serving "
+              "minus its RSS at the start of the measurement (interpreter, torch and dsa are loaded before, "
+              "identically for both sides; attach plans in dsa's planner process, whose own peak RSS is "
+              "not part of this figure: see `planner_memory.md`). Latencies are per call and per serving "
               "thread (each serving thread runs its own forward loop on the same model).", ""]
     ov = [o for o in doc.get("overhead", [])]
     if ov:

@@ -3,7 +3,7 @@
 A configuration is ``(model, batch, size, serving threads, intra-op threads, allocator)``. The
 allocator is chosen by the environment the process starts with (``LD_PRELOAD``, ``MALLOC_CONF``),
 so every allocator has its own *zygote*: a process started with that environment which imports
-torch and dsa, installs dsa's allocator, loads the planner's kernels (one tiny plan) with one
+torch and dsa, installs dsa's allocator, plans one tiny model (``warm_planner``) with one
 intra-op thread, and then forks one child per measurement (``--serve``; requests on stdin, one
 JSON line each). No forward pass of a study model and no parallel region ever runs in the zygote,
 so every child starts from the same clean state and creates its own OpenMP threads. With
@@ -32,7 +32,7 @@ import threading
 import time
 import traceback
 
-WARM_PLAN_ELEMENTS = 16  # the zygote's tiny planning warm-up (loads the planner's kernels)
+WARM_PLAN_ELEMENTS = 16  # the zygote's tiny planning warm-up
 
 
 # ------------------------------------------------------------------ process facts
@@ -65,11 +65,13 @@ def loaded_allocator() -> str | None:
 
 
 def warm_planner() -> None:
-    """Plan and replay a tiny model: loads the planner's kernels and maps the code a plan runs.
+    """Plan and replay a tiny model: starts the planner process and maps the code a replay runs.
 
     Run once in the zygote, and again in each RSS child before its starting RSS is read: a forked
     child inherits the parent's anonymous pages but maps its file-backed code pages again as it
-    touches them, which would otherwise count against whichever side plans.
+    touches them, which would otherwise count against whichever side plans. A forked child does
+    not use the zygote's planner process (see ``dsa._planner_process``): the first plan of a
+    child starts its own, which the pair phase's first call pays for.
     """
     import torch
     from dsa.adapters.torch import attach
@@ -279,12 +281,16 @@ def phase_rss(cfg: dict, attached: bool) -> dict:
             pool.run(lambda i: [fn(*x) for _ in range(calls)])
         end = proc_status_kb("VmRSS", "VmHWM")
         fallbacks = fn.report()["fallbacks"] if attached else None
+        # where the plan was made, and the planner process's peak RSS (not part of this process's)
+        solution = fn.plan(*x)[1] if attached else None
     finally:
         pool.close()
     return {"rss_start_kb": start.get("VmRSS"), "hwm_start_kb": start.get("VmHWM"),
             "rss_end_kb": end.get("VmRSS"), "peak_kb": end.get("VmHWM"),
             "delta_kb": (end["VmHWM"] - start["VmRSS"]) if "VmHWM" in end and "VmRSS" in start else None,
-            "calls_per_thread": calls, "fallbacks": fallbacks}
+            "calls_per_thread": calls, "fallbacks": fallbacks,
+            "planned_in": solution.stats.get("planned_in", "inline") if solution is not None else None,
+            "planner_hwm_kb": solution.stats.get("planner_process_hwm_kb") if solution is not None else None}
 
 
 def phase_overhead(cfg: dict) -> dict:

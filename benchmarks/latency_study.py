@@ -18,7 +18,7 @@ model and gets its own slab), checks that every thread's attached output is bit-
 (``torch.equal``) and records the attached report (slab/LOAD, share of bytes from the slab); two
 short processes run one side only (eager-only, attached-only) and read their peak RSS (``VmHWM``).
 By default the processes are forked from one prepared *zygote* per allocator (started with that
-allocator's environment; torch, dsa and the planner's kernels loaded, no forward run), which
+allocator's environment; torch and dsa loaded, one tiny model planned, no forward run), which
 saves the interpreter's start per measurement; ``--no-fork`` starts a fresh interpreter instead.
 A per-call overhead micro-benchmark (``x + 1`` on 16 floats, eager vs attached) runs once per
 allocator in a fresh interpreter.
@@ -258,6 +258,9 @@ def _row(point: dict, allocator: str, pair: dict, rss_e: dict | None, rss_a: dic
             row[f"rss_{side}_peak_kb"] = res.get("peak_kb")
             row[f"rss_{side}_delta_kb"] = res.get("delta_kb")
             row[f"rss_{side}_start_kb"] = res.get("rss_start_kb")
+            if side == "attached":
+                row["planned_in"] = res.get("planned_in")
+                row["planner_hwm_kb"] = res.get("planner_hwm_kb")
         else:
             row[f"rss_{side}_error"] = res.get("error")
     return row

@@ -1,10 +1,12 @@
 """attach(model): replayed forwards are bit-identical to eager, and the safety rules hold."""
 from __future__ import annotations
 
+import dataclasses
 import gc
 import threading
 import warnings
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -404,3 +406,99 @@ def test_plan_rejects_inputs_that_cannot_be_planned():
     with pytest.raises(ValueError, match="only strided CPU tensors"):
         m.plan(sparse)
     assert m(sparse) is sparse and m.report()["eager_calls"] == 1  # a call runs eagerly instead
+
+
+# ------------------------------------------------------------------ where plans are made
+def _mlp():
+    net = torch.nn.Sequential(torch.nn.Linear(4, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4)).eval()
+    return net, torch.randn(8, 4)
+
+
+@pytest.mark.parametrize("planner", ["process", "inline"])
+def test_plans_are_made_where_the_planner_option_says(planner):
+    net, x = _mlp()
+    with torch.inference_mode():
+        expected = net(x)
+        m = attach(net, planner=planner)
+        outs = [m(x) for _ in range(3)]
+    assert all(torch.equal(o, expected) for o in outs)
+    rep = m.report()
+    assert [p["planned_in"] for p in rep["plans"]] == [planner]
+    assert rep["bytes_from_slab"] > 0 and rep["planner_fallbacks"] == 0
+
+
+def test_a_callable_strategy_plans_inline_and_a_bad_planner_is_refused():
+    net, x = _mlp()
+    m = attach(net, strategy=lambda problem: dsa.solve(problem, "greedy_by_size").offsets)
+    with torch.inference_mode():
+        m(x)
+    assert m.report()["plans"][0]["planned_in"] == "inline"
+    with pytest.raises(ValueError, match="planner must be one of"):
+        attach(net, planner="thread")
+
+
+def test_without_a_planner_process_the_plan_is_made_inline(monkeypatch):
+    from dsa import _planner_process
+
+    class Broken:
+        def solve(self, *args, **kwargs):
+            raise _planner_process.PlannerUnavailable("cannot start the planner process: test")
+
+    monkeypatch.setattr(_planner_process, "shared", lambda: Broken())
+    net, x = _mlp()
+    with torch.inference_mode():
+        expected = net(x)
+        m = attach(net)
+        with pytest.warns(PlanningWarning, match="plans in this process instead.*test"):
+            first = m(x)
+        later = m(x)
+    assert torch.equal(first, expected) and torch.equal(later, expected)
+    rep = m.report()
+    assert rep["planner_fallbacks"] == 1 and rep["plans"][0]["planned_in"] == "inline"
+    assert rep["bytes_from_slab"] > 0
+
+
+def test_a_bad_plan_from_the_planner_process_is_never_replayed(monkeypatch):
+    """The helper's plan is validated in the served process: an overlapping one runs eagerly."""
+    from dsa import _planner_process
+
+    class Lying:
+        def solve(self, problem, strategy, options, timeout=None):
+            good = dsa.solve(problem, "greedy_by_size")
+            return dataclasses.replace(good, offsets=np.zeros(len(problem), np.int64))
+
+    monkeypatch.setattr(_planner_process, "shared", lambda: Lying())
+    net, x = _mlp()
+    with torch.inference_mode():
+        expected = net(x)
+        m = attach(net)
+        with pytest.warns(PlanningWarning, match="failed validation"):
+            first = m(x)
+        later = m(x)
+    assert torch.equal(first, expected) and torch.equal(later, expected)
+    assert m.report()["bytes_from_slab"] == 0 and m.report()["plans"][0]["status"] == "ERROR"
+
+
+def test_an_attached_model_never_loads_numba_in_the_served_process():
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import sys, torch
+        from dsa.adapters.torch import attach
+        from dsa.adapters.torch.examples import MODELS
+        torch.manual_seed(0)
+        model, make_input = MODELS["unet"]()
+        x = make_input(2)
+        m = attach(model)
+        with torch.inference_mode():
+            expected = model(*x)
+            outs = [m(*x) for _ in range(3)]
+        rep = m.report()
+        print(all(torch.equal(o, expected) for o in outs), rep["bytes_from_slab"] > 0,
+              rep["plans"][0]["planned_in"], "numba" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True", "process", "False"]

@@ -165,6 +165,12 @@ DEFAULT_PLAN_TIME_LIMIT = 0.2
 # default bounds of the plan cache
 DEFAULT_MAX_SIGNATURES = 64
 DEFAULT_MAX_SLAB_BYTES = 64 * 2**20
+# where plans are made: "process", a helper process (dsa._planner_process: numba and the kernels,
+# ~120 MB, never load in the served process), or "inline", in the calling thread
+PLANNERS = ("process", "inline")
+# seconds a planning helper may take beyond the strategy's time limit (its start, numba's kernels)
+# before it is killed and the plan is made inline instead
+PLANNER_GRACE_S = 300.0
 # this many signatures planned at their first call in a row, none called again: plan at the 2nd call
 _CHURN_WINDOW = 8
 
@@ -190,6 +196,22 @@ def _trace_with_escapes(trace: Trace, escaped) -> Trace:
     return Trace(trace.sizes, trace.starts, ends, trace.threads, trace.stacks, trace.clock)
 
 
+def _checked_here(problem, raw):
+    """A solution made in another process, validated and given its final status in this one."""
+    from dsa.bounds import lower_bound
+    from dsa.solution import finalize
+    from dsa.validator import validate
+
+    error = None
+    if raw.offsets is not None:
+        try:
+            validate(problem, raw.offsets, check_capacity=False)
+        except ValueError as exc:
+            error = str(exc)
+    return finalize(problem, raw, lower_bound(problem), error=error, checked=raw.offsets is not None,
+                    extra_stats={"planned_in": "process"})
+
+
 class AttachedModule(torch.nn.Module):
     """A module whose forward passes are served from planned slabs; see :func:`attach`.
 
@@ -199,7 +221,8 @@ class AttachedModule(torch.nn.Module):
 
     def __init__(self, model, strategy="best", *, max_replans: int = 3,
                  max_signatures: int | None = DEFAULT_MAX_SIGNATURES,
-                 max_slab_bytes: int | None = DEFAULT_MAX_SLAB_BYTES, **solve_options):
+                 max_slab_bytes: int | None = DEFAULT_MAX_SLAB_BYTES, planner: str = "process",
+                 **solve_options):
         super().__init__()
         if not callable(model):
             raise TypeError(f"attach() needs a torch.nn.Module or callable, got {type(model).__name__}")
@@ -209,6 +232,8 @@ class AttachedModule(torch.nn.Module):
             raise ValueError(f"max_replans must be a non-negative int, got {max_replans!r}")
         _check_limit("max_signatures", max_signatures, 1)
         _check_limit("max_slab_bytes", max_slab_bytes, 0)
+        if planner not in PLANNERS:
+            raise ValueError(f"planner must be one of {PLANNERS}, got {planner!r}")
         if isinstance(strategy, str):
             from dsa.strategies import resolve_name
 
@@ -227,13 +252,15 @@ class AttachedModule(torch.nn.Module):
             solve_options.setdefault("time_limit", DEFAULT_PLAN_TIME_LIMIT)
         self._solve_options = {**solve_options, "validate": True}
         self._max_replans = max_replans
+        # a callable strategy cannot be sent to another process: it plans here
+        self._planner = planner if isinstance(strategy, str) else "inline"
         self._max_signatures = max_signatures
         self._max_slab_bytes = max_slab_bytes
         self._lock = threading.Lock()
         self._handles = _Handles()
         self._finalizer = weakref.finalize(self, self._handles.release)
         self._stats = {"profiles": 0, "eager_calls": 0, "evictions": 0, "slab_trims": 0,
-                       "deferred_calls": 0, "escaped_blocks": 0}
+                       "deferred_calls": 0, "escaped_blocks": 0, "planner_fallbacks": 0}
         self._detached = False
         self._mru_slab = None  # the slab of the latest replay: its bookkeeping is skipped
         self._fresh = deque(maxlen=_CHURN_WINDOW)  # entries planned at their signature's first call
@@ -366,14 +393,35 @@ class AttachedModule(torch.nn.Module):
             self._handles.release_entry(victim)
             self._stats["evictions"] += 1
 
-    def _plan(self, trace: Trace, escaped=frozenset()) -> _Entry:
+    def _solve(self, problem):
+        """``dsa.solve`` of ``problem``, in the helper process when the planner is "process".
+
+        The helper's plan is validated here, by the same validator ``dsa.solve`` uses (without
+        numba: see :mod:`dsa.overlap`); if no helper answers, the plan is made inline.
+        """
+        if self._planner == "process":
+            from dsa._planner_process import PlannerUnavailable, shared
+
+            limit = self._solve_options.get("time_limit")
+            timeout = PLANNER_GRACE_S + (float(limit) if isinstance(limit, (int, float)) else 0.0)
+            try:
+                raw = shared().solve(problem, self._strategy, self._solve_options, timeout=timeout)
+            except PlannerUnavailable as exc:
+                warnings.warn(f"dsa plans in this process instead ({exc})", PlanningWarning, stacklevel=5)
+                with self._lock:
+                    self._stats["planner_fallbacks"] += 1
+            else:
+                return _checked_here(problem, raw)
         from dsa.solver import solve
 
+        return solve(problem, strategy=self._strategy, **self._solve_options)
+
+    def _plan(self, trace: Trace, escaped=frozenset()) -> _Entry:
         trace = _trace_with_escapes(trace, escaped)
         problem = trace.to_problem()
         try:
-            solution = solve(problem, strategy=self._strategy, **self._solve_options)
-        except ValueError as exc:  # e.g. a capacity below the largest buffer
+            solution = self._solve(problem)
+        except (ValueError, TypeError) as exc:  # e.g. a capacity below the largest buffer
             warnings.warn(f"dsa could not plan this signature ({exc}); it runs eagerly", PlanningWarning,
                           stacklevel=4)
             return _Entry(trace, problem, None, None, escaped=frozenset(escaped))
@@ -524,8 +572,10 @@ class AttachedModule(torch.nn.Module):
             ``bytes_from_default`` (over all replayed passes; the default allocator serves the
             blocks that escape a pass, and everything after a fallback), ``fallbacks`` (passes
             that left their plan), ``misses`` (allocations after a fallback), ``replays``,
-            ``profiles``, ``eager_calls``, ``allocations``, ``allocations_from_slab``, and
-            ``plans``: one dict per cached signature, least recently used first.
+            ``profiles``, ``eager_calls``, ``allocations``, ``allocations_from_slab``,
+            ``planner_fallbacks`` (plans made inline because the planner process failed), and
+            ``plans``: one dict per cached signature, least recently used first (its
+            ``planned_in`` says "process" or "inline").
         """
         from dsa.bounds import load
 
@@ -547,6 +597,7 @@ class AttachedModule(torch.nn.Module):
                           "lower_bound_bytes": int(load(e.problem)),
                           "status": sol.status.name if sol is not None else "ERROR",
                           "strategy": sol.strategy if sol is not None else None,
+                          "planned_in": sol.stats.get("planned_in", "inline") if sol is not None else None,
                           "replans": e.replans, "threads": len(e.slabs), "eager": not planned,
                           "escaped": len(e.escaped)})
         planned = [p for p in plans if not p["eager"]]
@@ -574,7 +625,8 @@ class AttachedModule(torch.nn.Module):
 
 
 def attach(model, strategy="best", *, max_replans: int = 3, max_signatures: int | None = DEFAULT_MAX_SIGNATURES,
-           max_slab_bytes: int | None = DEFAULT_MAX_SLAB_BYTES, **solve_options) -> AttachedModule:
+           max_slab_bytes: int | None = DEFAULT_MAX_SLAB_BYTES, planner: str = "process",
+           **solve_options) -> AttachedModule:
     """Wrap ``model`` so that its CPU forward passes are planned ahead of time and served from a slab.
 
     Parameters
@@ -601,6 +653,14 @@ def attach(model, strategy="best", *, max_replans: int = 3, max_signatures: int 
         threads); beyond it the least recently used slabs give their pages back to the system and
         fault them in again at their next pass. The slab of the latest pass is always kept, so a
         single plan larger than the limit still replays. None: no limit.
+    planner : {"process", "inline"}
+        Where plans are made. ``"process"`` (the default): in a helper Python process, started at
+        the first plan and gone after 30 idle seconds, so that numba and the planner's compiled
+        kernels (about 120 MB of resident memory for the life of a process) never load in the
+        process that serves the model; the plan comes back and is validated here. The helper's
+        start adds about 0.3 s to the first plan of a process. ``"inline"``: in the calling
+        thread. A callable ``strategy`` always plans inline; if no helper can be started or it
+        does not answer, the plan is made inline with a :class:`PlanningWarning`.
     **solve_options
         Passed to :func:`dsa.solve`. Plans are always validated: ``validate=False`` is refused.
 
@@ -616,8 +676,8 @@ def attach(model, strategy="best", *, max_replans: int = 3, max_signatures: int 
     dsa.adapters.torch.BuildError
         If the native allocator cannot be built or installed; the model and torch are untouched.
     ValueError
-        For an unknown strategy name, a bad ``max_replans``, ``max_signatures`` or
-        ``max_slab_bytes``, or ``validate=False``.
+        For an unknown strategy name, a bad ``max_replans``, ``max_signatures``,
+        ``max_slab_bytes`` or ``planner``, or ``validate=False``.
 
     Notes
     -----
@@ -639,4 +699,4 @@ def attach(model, strategy="best", *, max_replans: int = 3, max_signatures: int 
     (True, 1)
     """
     return AttachedModule(model, strategy, max_replans=max_replans, max_signatures=max_signatures,
-                          max_slab_bytes=max_slab_bytes, **solve_options)
+                          max_slab_bytes=max_slab_bytes, planner=planner, **solve_options)

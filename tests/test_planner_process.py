@@ -1,0 +1,124 @@
+"""dsa._planner_process: solving in a helper process, and checking plans without numba."""
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import dsa
+from dsa._planner_process import PlannerProcess, PlannerUnavailable
+
+
+@pytest.fixture
+def helper():
+    client = PlannerProcess(idle=60)
+    yield client
+    client.close()
+
+
+def test_a_problem_survives_pickling_with_every_field():
+    problem = dsa.Problem([0, 1, 2], [3, 4, 5], [8, 16, 4], ids=["a", "b", 7], alignments=[8, 16, 4],
+                          fixed_offsets=[-1, 32, -1], capacity=64)
+    again = pickle.loads(pickle.dumps(problem))
+    assert again == problem and list(again.ids) == ["a", "b", 7] and again.capacity == 64
+    assert np.array_equal(again.fixed_offsets, problem.fixed_offsets)
+
+
+def test_the_helper_solves_as_this_process_does(helper):
+    problem = dsa.data.load("E.1048576").replace(capacity=None)
+    remote = helper.solve(problem, "greedy_by_size", {})
+    here = dsa.solve(problem, "greedy_by_size")
+    assert remote.success and remote.peak == here.peak
+    assert np.array_equal(remote.offsets, here.offsets)
+    dsa.validate(problem, remote)
+    assert helper.starts == 1
+    helper.solve(problem, "bump", {})
+    assert helper.starts == 1  # the same helper answers again
+
+
+def test_bad_requests_raise_the_solvers_error_here(helper):
+    problem = dsa.Problem([0], [1], [4])
+    with pytest.raises(ValueError, match="unknown strategy 'nope'"):
+        helper.solve(problem, "nope", {})
+    with pytest.raises(ValueError, match="time_limit"):
+        helper.solve(problem, "best", {"time_limit": -1})
+    with pytest.raises(PlannerUnavailable, match="cannot be sent"):
+        helper.solve(problem, "bump", {"callback": lambda: None})
+    assert helper.solve(problem, "bump", {}).success  # the helper survived every one
+
+
+def test_a_helper_that_died_is_replaced(helper):
+    problem = dsa.Problem([0, 1], [2, 3], [4, 4])
+    helper.solve(problem, "bump", {})
+    helper._proc.kill()
+    helper._proc.wait()
+    assert helper.solve(problem, "bump", {}).peak == 8
+    assert helper.starts == 2
+
+
+def test_an_idle_helper_exits_and_a_new_one_starts():
+    client = PlannerProcess(idle=0.3)
+    try:
+        problem = dsa.Problem([0, 1], [2, 3], [4, 4])
+        client.solve(problem, "bump", {})
+        proc = client._proc
+        proc.wait(timeout=30)  # it exits by itself once idle
+        assert proc.returncode == 0
+        assert client.solve(problem, "bump", {}).peak == 8 and client.starts == 2
+    finally:
+        client.close()
+
+
+def test_a_helper_past_its_timeout_is_killed(helper):
+    problem = dsa.data.load("D.1048576").replace(capacity=None)  # exact cannot finish D in 30 s
+    helper.solve(dsa.Problem([0], [1], [4]), "bump", {})  # started: the timeout below is the search's
+    proc = helper._proc
+    t0 = time.monotonic()
+    with pytest.raises(PlannerUnavailable, match="did not answer within 1 s"):
+        helper.solve(problem, "exact", {"time_limit": 30}, timeout=1.0)
+    assert time.monotonic() - t0 < 10
+    assert proc.poll() is not None and helper._proc is None
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_starts_its_own_helper():
+    from dsa import _planner_process
+
+    client = _planner_process.shared()
+    problem = dsa.Problem([0, 1], [2, 3], [4, 4])
+    client.solve(problem, "bump", {})
+    parent_helper = client._proc
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's helper is not used, a new one answers
+        code = 1
+        try:
+            ok = client._proc is None and client.solve(problem, "bump", {}).peak == 8
+            code = 0 if ok and client._proc.pid != parent_helper.pid else 2
+            client.close()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert parent_helper.poll() is None and client.solve(problem, "bump", {}).peak == 8
+
+
+def test_a_process_that_plans_in_the_helper_never_loads_numba():
+    """The client side (request, validation of a 3000-row plan) runs without numba."""
+    code = textwrap.dedent("""
+        import sys
+        import dsa
+        from dsa._planner_process import shared
+        problem = dsa.generate.random_trace(3000, seed=3)
+        solution = shared().solve(problem, "best", {"time_limit": 0.5})
+        dsa.validate(problem, solution)
+        print(solution.success, "numba" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "False"]
