@@ -124,3 +124,18 @@ def test_cli_prints_the_proven_bound(tmp_path, capsys):
     main(["solve", str(path), "--strategy", "exact", "--time-limit", "5"])
     out = capsys.readouterr().out
     assert "optimal" in out and "7" in out
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_node_limited_search_is_deterministic_on_any_number_of_threads(threads, monkeypatch):
+    """Probes side by side are applied in preorder order: under a node limit, the same plan every time."""
+    from dsa.strategies import _search
+
+    p = dsa.data.load("E.1048576").replace(capacity=None)
+    monkeypatch.setattr(_search, "THREADS", threads)
+    first = dsa.solve(p, "exact", node_limit=400_000)
+    again = dsa.solve(p, "exact", node_limit=400_000)
+    assert first.status is dsa.Status.OPTIMAL and first.peak == dsa.load(p)
+    assert first.stats["threads"] == threads
+    assert np.array_equal(first.offsets, again.offsets)
+    dsa.validate(p, first)

@@ -119,7 +119,7 @@ def _rerank(rank, ulist, ucount, lo, hi, slo, shi, total, keys, tpos, rk_b, rk_v
     return rktop
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # nogil: probes run in threads side by side (dsa.strategies._search)
 def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
                      node_limit, flog_cap, out, keys, tpos, twin, rerank):
     """Decide whether the buffers fit in ``cap``, exploring at most ``node_limit`` nodes.

@@ -20,6 +20,7 @@ than ``MAX_BUFFERS`` buffers are not searched (their incumbent offsets are kept)
 from __future__ import annotations
 
 import math
+import os
 import time
 
 import numpy as np
@@ -45,6 +46,19 @@ SCAN0 = 1000               # least nodes per probe of the grid walk below the in
 GROWTH = 3                 # the probe budget is multiplied by this after every round
 MISSES = 2                 # the walk of a round stops after this many capacities in a row hit the limit
 WALK = 1.0                 # nodes of a round's grid walk (per capacity, over the preorders) / budget
+# probes of one capacity with different preorders run this many at a time, in threads (the kernel
+# releases the GIL); None: the cores this process may use, at most len(HEURISTICS)
+THREADS: int | None = None
+
+
+def _threads() -> int:
+    if THREADS is not None:
+        return max(1, int(THREADS))
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(len(HEURISTICS), cores))
 
 
 class _Period:
@@ -379,12 +393,18 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
         return ((deadline is not None and time.perf_counter() >= deadline)
                 or (node_limit is not None and stats["nodes"] >= node_limit))
 
-    def probe(cap, nb, h):
-        if node_limit is not None:
-            nb = min(nb, node_limit - stats["nodes"])
-        if nb <= 0 or spent():
-            return "stop"
-        outcome, plans, nodes = _probe(prep, problem, best, cap, nb, h, deadline, rate)
+    width = _threads()
+    pool = None
+    if width > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        for per in prep.periods:  # the preorders' ranks are cached before threads read them
+            if per.searchable:
+                for h in HEURISTICS:
+                    per._order(h)
+        pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="dsa-search")
+
+    def apply(cap, outcome, plans, nodes):
         stats["nodes"] += nodes
         stats["probes"].append((cap, outcome, nodes))
         for pi, out in plans.items():  # a period planned within cap never raises the peak
@@ -401,33 +421,62 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
                 progress("proof", cap, state["peak"], state["lo"], stats["nodes"])
         elif progress is not None:
             progress("probe", cap, state["peak"], state["lo"], stats["nodes"])
+
+    def probe(cap, nb, hs):
+        """Probe ``cap`` with the preorders ``hs``, ``width`` at a time side by side, until a batch
+        plans or proves something; the batch's results are applied in preorder order."""
+        outcome = "limit"
+        for i in range(0, len(hs), width):
+            batch = hs[i:i + width]
+            share = nb
+            if node_limit is not None:
+                share = min(nb, (node_limit - stats["nodes"]) // len(batch))
+            if share <= 0 or spent():
+                return "stop"
+            if pool is None or len(batch) == 1:
+                results = [_probe(prep, problem, best, cap, share, h, deadline, rate) for h in batch]
+            else:
+                futures = [pool.submit(_probe, prep, problem, best, cap, share, h, deadline, rate)
+                           for h in batch]
+                results = [f.result() for f in futures]
+            for result in results:
+                apply(cap, *result)
+            found = [r[0] for r in results]
+            if "infeasible" in found:
+                return "infeasible"
+            if "found" in found or _peak(problem, best) <= cap:
+                return "found"
         return outcome
 
     def floor():
         return max(state["lo"], stuck)
 
-    while floor() < state["peak"] and not spent():
-        # 1. the bound itself, with every preorder
-        for h in HEURISTICS:
-            if probe(floor(), budget, h) == "stop" or floor() >= state["peak"]:
-                break
-        # 2. a grid from just below the incumbent down towards the bound, every preorder at each
-        #    capacity, with budgets that add up to about WALK x budget; it ends after MISSES
-        #    capacities in a row that hit the limit (there the budgets of this round are too small)
-        ncaps = max(1, (state["peak"] - 1 - floor()) // step)
-        nb = max(SCAN0, int(WALK * budget) // ncaps)
-        cap = state["peak"] - 1
-        outcome = None
-        misses = 0
-        while floor() < cap < state["peak"] and outcome != "stop" and misses < MISSES:
-            for h in HEURISTICS:
-                outcome = probe(cap, nb, h)
-                if outcome != "limit":
+    try:
+        while floor() < state["peak"] and not spent():
+            # 1. the bound itself, with every preorder (a proof raises the bound the next batch probes)
+            for i in range(0, len(HEURISTICS), width):
+                if probe(floor(), budget, HEURISTICS[i:i + width]) == "stop" or floor() >= state["peak"]:
                     break
-            misses = misses + 1 if outcome == "limit" else 0
-            cap = min(cap - step, state["peak"] - 1)
-        stats["rounds"] = stats.get("rounds", 0) + 1
-        budget *= GROWTH
+            if floor() >= state["peak"] or spent():
+                break
+            # 2. a grid from just below the incumbent down towards the bound, every preorder at
+            #    each capacity, with budgets that add up to about WALK x budget; it ends after MISSES
+            #    capacities in a row that hit the limit (there the budgets of this round are too small)
+            ncaps = max(1, (state["peak"] - 1 - floor()) // step)
+            nb = max(SCAN0, int(WALK * budget) // ncaps)
+            cap = state["peak"] - 1
+            outcome = None
+            misses = 0
+            while floor() < cap < state["peak"] and outcome != "stop" and misses < MISSES:
+                outcome = probe(cap, nb, HEURISTICS)
+                misses = misses + 1 if outcome == "limit" else 0
+                cap = min(cap - step, state["peak"] - 1)
+            stats["rounds"] = stats.get("rounds", 0) + 1
+            budget *= GROWTH
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    stats["threads"] = width
     peak = state["peak"]
     stats["peak"] = peak
     stats["time"] = time.perf_counter() - t0

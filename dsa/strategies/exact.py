@@ -98,7 +98,7 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     node_limit : int, optional
         The most search nodes in all. None: no limit.
     seed : int, optional
-        Passed to the portfolio (the search itself is deterministic).
+        Passed to the portfolio (the search itself is deterministic under a node limit).
     verbose : bool, default False
         Print progress lines (elapsed time, nodes, incumbent, bound, gap) on stderr.
     sweep : dsa.sweep.Sweep, optional
@@ -209,6 +209,7 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
         stats["nodes"] = info["nodes"]
         stats["probes"] = len(info["probes"])
         stats["rounds"] = info.get("rounds", 0)
+        stats["threads"] = info.get("threads", 1)
         if max(state["lo"], stuck) < state["peak"]:
             status = Status.LIMIT_REACHED
     peak, lo = state["peak"], state["lo"]
