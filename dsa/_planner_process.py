@@ -18,6 +18,7 @@ solution, and the caller validates it in its own process (as the adapter does).
 from __future__ import annotations
 
 import atexit
+import itertools
 import os
 import pickle
 import select
@@ -66,9 +67,13 @@ def _write_all(fd: int, data: bytes, deadline: float | None) -> None:
         view = view[os.write(fd, view[:1 << 16]):]
 
 
-def _send(fd: int, obj, deadline: float | None = None) -> None:
+def _frame(obj) -> bytes:
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    _write_all(fd, _HEADER.pack(len(data)) + data, deadline)
+    return _HEADER.pack(len(data)) + data
+
+
+def _send(fd: int, obj, deadline: float | None = None) -> None:
+    _write_all(fd, _frame(obj), deadline)
 
 
 def _receive(fd: int, deadline: float | None = None):
@@ -112,7 +117,14 @@ def _peak_rss_kb() -> int | None:
 
 
 def serve(idle: float = IDLE_SECONDS) -> int:
-    """The helper's loop: answer requests on stdin until it closes or ``idle`` seconds pass."""
+    """The helper's loop: answer requests on stdin until it closes or ``idle`` seconds pass.
+
+    Ctrl-C in a terminal reaches the whole process group: the helper ignores it and leaves the
+    interruption to its client (which then stops it).
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     inp = sys.stdin.fileno()
     out = os.dup(sys.stdout.fileno())
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not reach the protocol
@@ -122,7 +134,7 @@ def serve(idle: float = IDLE_SECONDS) -> int:
         request = _receive(inp)
         if request is None:
             return 0
-        _send(out, _answer(request))
+        _send(out, {**_answer(request), "id": request.get("id")})
 
 
 # ------------------------------------------------------------------ the client's side
@@ -135,19 +147,17 @@ class PlannerProcess:
     def __init__(self, idle: float = IDLE_SECONDS) -> None:
         self.idle = float(idle)
         self.starts = 0
+        self._ids = itertools.count(1)
         self._proc: subprocess.Popen | None = None
         self._lock = threading.Lock()
 
     def _start(self) -> subprocess.Popen:
-        import dsa
-
-        env = dict(os.environ)
-        # the helper must import this very dsa, whatever its working directory and sys.path
-        root = os.path.dirname(os.path.dirname(os.path.abspath(dsa.__file__)))
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        # the helper imports with this process's sys.path, so it finds this very dsa (and numba)
+        boot = (f"import sys; sys.path[:] = {list(sys.path)!r}; from dsa._planner_process import main; "
+                f"sys.exit(main(['--idle', {repr(self.idle)!r}]))")
         try:
-            proc = subprocess.Popen([sys.executable, "-m", "dsa._planner_process", "--idle", repr(self.idle)],
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True)
+            proc = subprocess.Popen([sys.executable, "-c", boot], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    close_fds=True)
         except OSError as exc:
             raise PlannerUnavailable(f"cannot start the planner process: {exc}") from exc
         self.starts += 1
@@ -167,6 +177,11 @@ class PlannerProcess:
             proc.kill()
             proc.wait()
         proc.stdout.close()
+
+    def _drop(self) -> None:
+        """Kill the helper now (it is mid-request) and forget it."""
+        self._proc.kill()
+        self._stop()
 
     def _forget(self) -> None:
         """In a forked child: drop the parent's helper without touching it (its pipes are closed)."""
@@ -191,9 +206,9 @@ class PlannerProcess:
             When no helper answers within ``timeout`` seconds (the helper is then killed), one
             dies twice, or the request cannot be pickled.
         """
-        request = {"problem": problem, "strategy": strategy, "options": options}
+        request_id = next(self._ids)
         try:
-            pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+            data = _frame({"id": request_id, "problem": problem, "strategy": strategy, "options": options})
         except Exception as exc:  # noqa: BLE001
             raise PlannerUnavailable(f"the planning request cannot be sent to a process: {exc}") from exc
         with self._lock:
@@ -204,14 +219,21 @@ class PlannerProcess:
                     self._proc = self._start()
                 deadline = None if timeout is None else time.monotonic() + timeout
                 try:
-                    _send(self._proc.stdin.fileno(), request, deadline)
+                    _write_all(self._proc.stdin.fileno(), data, deadline)
                     reply = _receive(self._proc.stdout.fileno(), deadline)
-                except TimeoutError:
-                    self._proc.kill()
-                    self._stop()
+                except TimeoutError:  # (an OSError too: caught first)
+                    self._drop()
                     raise PlannerUnavailable(f"the planner process did not answer within {timeout:g} s") from None
                 except OSError:  # a broken pipe: the helper exited (idle) just as we wrote
                     reply = None
+                except BaseException:
+                    # an interruption (Ctrl-C) mid-exchange: the helper's late reply must never be
+                    # read as the answer to a later request, so the helper goes
+                    self._drop()
+                    raise
+                if reply is not None and reply.get("id") != request_id:
+                    self._drop()
+                    raise PlannerUnavailable("the planner process answered another request")
                 if reply is not None:
                     break
                 self._stop()

@@ -122,3 +122,35 @@ def test_a_process_that_plans_in_the_helper_never_loads_numba():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "False"]
+
+
+def test_an_interrupted_exchange_drops_the_helper(helper, monkeypatch):
+    """Ctrl-C while waiting: the helper's late reply must never answer a later request."""
+    from dsa import _planner_process
+
+    problem = dsa.Problem([0, 1], [2, 3], [4, 4])
+    helper.solve(problem, "bump", {})
+    first = helper._proc
+    real = _planner_process._receive
+
+    def interrupted(fd, deadline=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_planner_process, "_receive", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        helper.solve(problem, "bump", {})
+    assert helper._proc is None and first.poll() is not None
+    monkeypatch.setattr(_planner_process, "_receive", real)
+    other = dsa.Problem([0, 0], [2, 2], [4, 8])
+    assert helper.solve(other, "bump", {}).peak == 12 and helper.starts == 2
+
+
+def test_the_helper_ignores_ctrl_c(helper):
+    import signal
+
+    problem = dsa.Problem([0, 1], [2, 3], [4, 4])
+    helper.solve(problem, "bump", {})
+    helper._proc.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    assert helper._proc.poll() is None
+    assert helper.solve(problem, "bump", {}).peak == 8 and helper.starts == 1

@@ -502,3 +502,11 @@ def test_an_attached_model_never_loads_numba_in_the_served_process():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "True", "process", "False"]
+
+
+@pytest.mark.parametrize("planner", ["process", "inline"])
+def test_a_bad_solve_option_fails_loudly_wherever_the_plan_is_made(planner):
+    net, x = _mlp()
+    m = attach(net, planner=planner, sweep=None)
+    with torch.inference_mode(), pytest.raises(TypeError, match="sweep is computed by dsa.solve"):
+        m(x)

@@ -421,7 +421,7 @@ class AttachedModule(torch.nn.Module):
         problem = trace.to_problem()
         try:
             solution = self._solve(problem)
-        except (ValueError, TypeError) as exc:  # e.g. a capacity below the largest buffer
+        except ValueError as exc:  # e.g. a capacity below the largest buffer (a TypeError propagates)
             warnings.warn(f"dsa could not plan this signature ({exc}); it runs eagerly", PlanningWarning,
                           stacklevel=4)
             return _Entry(trace, problem, None, None, escaped=frozenset(escaped))
