@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test bench bench-exact bench-latency docs docs-figures clean
+.PHONY: demo test bench bench-exact bench-peers bench-memory bench-latency docs docs-figures clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,25 @@ bench: $(PY)
 bench-exact: $(PY)
 	$(PIP) -e .
 	$(PY) benchmarks/exact_challenging.py --time-limit 60 --json out/exact.json
+
+# opt-in: exact side by side with omnimalloc's supermalloc (installed from PyPI into its own venv,
+# .venv-peers, never into dsa's), 20 s per instance each, supermalloc on 2 and on 8 threads (about 10
+# minutes). Writes docs/results/peers_exact_{2,8}threads.{json,md}.
+PEERS_VENV ?= .venv-peers
+bench-peers: $(PY)
+	$(PIP) -e .
+	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check omnimalloc
+	$(PY) benchmarks/peers_exact.py --peer-python $(PEERS_VENV)/bin/python --time-limit 20 --threads 2 \
+		--out docs/results/peers_exact_2threads
+	$(PY) benchmarks/peers_exact.py --peer-python $(PEERS_VENV)/bin/python --time-limit 20 --threads 8 \
+		--out docs/results/peers_exact_8threads
+
+# opt-in: peak RSS of a fresh serving process, eager vs attach planning in its helper process or inline
+# (about 7 minutes). Writes docs/results/planner_memory.{json,md}.
+bench-memory: $(PY)
+	$(PIP) -e ".[torch]"
+	$(PY) benchmarks/planner_memory.py
 
 docs: $(PY)
 	$(PIP) -e ".[docs]"
