@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test bench bench-exact bench-peers bench-memory bench-latency docs docs-figures clean
+.PHONY: demo test bench bench-exact bench-peers bench-memory bench-profile bench-latency docs docs-figures clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,13 @@ bench-peers: $(PY)
 bench-memory: $(PY)
 	$(PIP) -e ".[torch]"
 	$(PY) benchmarks/planner_memory.py
+
+# opt-in: perf profiles (software cpu-clock samples) of eager (glibc, tcmalloc) and attached forwards of the
+# allocation-heavy models, grouped by what the code does (about 2 minutes; needs Debian's linux-perf and
+# perf_event_paranoid <= 2). Writes docs/results/latency_profile.{json,md}.
+bench-profile: $(PY)
+	$(PIP) -e ".[torch]"
+	$(PY) benchmarks/latency_profile.py
 
 docs: $(PY)
 	$(PIP) -e ".[docs]"

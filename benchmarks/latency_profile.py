@@ -10,7 +10,10 @@ for ``--seconds``, and stops perf. Samples are grouped by the shared object and 
   is almost entirely first-touch page faults of freshly mapped memory and the zeroing of those pages;
 - *allocator*: malloc/free and friends in libc, jemalloc or tcmalloc, and dsa's allocator library;
 - *memset / memcpy*: libc's string routines (zero-fills and copies made by ATen);
-- *compute kernels*: everything else in ``libtorch_cpu`` (oneDNN, ATen's CPU kernels) and OpenMP;
+- *ATen kernels*: everything else in ``libtorch_cpu`` (ATen's CPU kernels, oneDNN's compiled part)
+  and OpenMP;
+- *oneDNN JIT code*: code generated at run time (perf's ``[JIT]`` objects: oneDNN's convolution and
+  matmul kernels);
 - *Python and dispatch*: the interpreter, ``libtorch_python``;
 - *other*.
 
@@ -38,8 +41,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-CATEGORIES = ("page faults and zeroing (kernel)", "allocator", "memset / memcpy", "compute kernels",
-              "Python and dispatch", "other")
+CATEGORIES = ("page faults and zeroing (kernel)", "allocator", "memset / memcpy", "ATen kernels",
+              "oneDNN JIT code", "Python and dispatch", "other")
 # (mode, allocator) columns, in the order of the report
 COLUMNS = (("eager", "glibc"), ("eager", "tcmalloc"), ("attached", "glibc"))
 ALLOC_SYMBOLS = ("malloc", "free", "calloc", "realloc", "memalign", "posix_memalign", "aligned_alloc",
@@ -52,6 +55,8 @@ def category(dso: str, symbol: str) -> str:
     base = os.path.basename(dso)
     if dso.startswith("[kernel") or base.startswith("[kernel"):
         return CATEGORIES[0]
+    if dso.startswith(("[JIT]", "//anon", "[anon", "[unknown]")):
+        return CATEGORIES[4]
     if base.startswith(("libjemalloc", "libtcmalloc", "libdsa_alloc")):
         return CATEGORIES[1]
     if base.startswith("libc.so") or base.startswith("libc-"):
@@ -60,13 +65,13 @@ def category(dso: str, symbol: str) -> str:
             return CATEGORIES[2]
         if any(name in low for name in ALLOC_SYMBOLS):
             return CATEGORIES[1]
-        return CATEGORIES[5]
+        return CATEGORIES[6]
     if base.startswith(("libtorch_cpu", "libgomp", "libiomp", "libdnnl", "libmkl", "libopenblas",
                         "libsleef")):
         return CATEGORIES[3]
     if base.startswith(("libpython", "libtorch_python", "python")) or base.startswith("cpython"):
-        return CATEGORIES[4]
-    return CATEGORIES[5]
+        return CATEGORIES[5]
+    return CATEGORIES[6]
 
 
 def measure(cfg: dict) -> dict:
@@ -119,6 +124,8 @@ def samples(data: str, pid: int | None = None) -> dict[str, int]:
         n, dso, sym = int(parts[0]), parts[1], parts[2]
         cat = category(dso, sym)
         counts[cat] += n
+        if cat == CATEGORIES[4]:
+            dso, sym = "[JIT]", "(generated code)"  # one entry, not one per address
         top[(cat, os.path.basename(dso), sym.replace("[.] ", "").replace("[k] ", ""))] += n
     return {"by_category": dict(counts),
             "top": [[c, d, s, n] for (c, d, s), n in top.most_common(12)]}
@@ -180,11 +187,10 @@ def report(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def _ints(text: str):
-    return tuple(int(t) for t in text.split(",") if t.strip())
-
-
 def main(argv=None) -> int:
+    sys.path.insert(0, str(HERE))
+    from latency_study import _ints
+
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--one", help=argparse.SUPPRESS)

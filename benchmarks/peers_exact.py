@@ -10,7 +10,7 @@ script, on the same machine; dsa's plans are checked by ``dsa.validate``, the pe
         --threads 2 --out docs/results/peers_exact
 
 writes ``peers_exact.json`` and ``peers_exact.md`` (per instance: LOAD, each solver's peak, status and
-time; the totals).
+time; the totals); ``--report OUT.json`` rewrites the Markdown from the JSON alone.
 """
 from __future__ import annotations
 
@@ -56,7 +56,8 @@ def run_peer(python: str, path: Path, limit: float, threads: int) -> dict:
 
 def report(doc: dict) -> str:
     rows = doc["rows"]
-    lines = ["# `exact` against omnimalloc's supermalloc (MiniMalloc's challenging instances)", "",
+    lines = [f"# `exact` against omnimalloc's supermalloc on {doc['threads']} threads (MiniMalloc's challenging "
+             "instances)", "",
              f"Generated {doc['date']} on {doc['machine']} by `{doc['command']}`; omnimalloc "
              f"{doc.get('peer_version') or '?'} with {doc['threads']} threads, {doc['time_limit']:g} s per instance "
              "for both. Every plan of both solvers passed `dsa.validate`. *proven*: the solver proved its "
@@ -82,12 +83,18 @@ def report(doc: dict) -> str:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--peer-python", required=True, help="the interpreter of a venv with omnimalloc installed")
+    ap.add_argument("--peer-python", help="the interpreter of a venv with omnimalloc installed")
+    ap.add_argument("--report", type=Path, metavar="IN.json", help="rewrite the Markdown beside this JSON; run nothing")
     ap.add_argument("--time-limit", type=float, default=20.0, help="seconds per instance, for each solver")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="supermalloc's threads")
     ap.add_argument("--instances", help="comma-separated letters (default: all 11)")
     ap.add_argument("--out", type=Path, default=Path("out/peers_exact"), help="output path without suffix")
     args = ap.parse_args(argv)
+    if args.report is not None:
+        args.report.with_suffix(".md").write_text(report(json.loads(args.report.read_text())))
+        return 0
+    if not args.peer_python:
+        ap.error("--peer-python is needed to run the comparison")
     # load the kernels first, so that no instance's time includes compiling them
     dsa.solve(dsa.data.load("C.1048576").replace(capacity=None), "exact", time_limit=5)
     wanted = set(args.instances.split(",")) if args.instances else None

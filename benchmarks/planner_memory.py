@@ -149,11 +149,10 @@ def report(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def _ints(text: str):
-    return tuple(int(t) for t in text.split(",") if t.strip())
-
-
 def main(argv=None) -> int:
+    sys.path.insert(0, str(HERE))
+    from latency_study import _ints
+
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--one", help=argparse.SUPPRESS)

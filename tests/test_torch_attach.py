@@ -414,6 +414,19 @@ def _mlp():
     return net, torch.randn(8, 4)
 
 
+def _warned_then_replayed(match):
+    """Attach the MLP, call it twice (the first call warns with ``match``); outputs equal eager."""
+    net, x = _mlp()
+    with torch.inference_mode():
+        expected = net(x)
+        m = attach(net)
+        with pytest.warns(PlanningWarning, match=match):
+            first = m(x)
+        later = m(x)
+    assert torch.equal(first, expected) and torch.equal(later, expected)
+    return m
+
+
 @pytest.mark.parametrize("planner", ["process", "inline"])
 def test_plans_are_made_where_the_planner_option_says(planner):
     net, x = _mlp()
@@ -445,14 +458,7 @@ def test_without_a_planner_process_the_plan_is_made_inline(monkeypatch):
             raise _planner_process.PlannerUnavailable("cannot start the planner process: test")
 
     monkeypatch.setattr(_planner_process, "shared", lambda: Broken())
-    net, x = _mlp()
-    with torch.inference_mode():
-        expected = net(x)
-        m = attach(net)
-        with pytest.warns(PlanningWarning, match="plans in this process instead.*test"):
-            first = m(x)
-        later = m(x)
-    assert torch.equal(first, expected) and torch.equal(later, expected)
+    m = _warned_then_replayed("plans in this process instead.*test")
     rep = m.report()
     assert rep["planner_fallbacks"] == 1 and rep["plans"][0]["planned_in"] == "inline"
     assert rep["bytes_from_slab"] > 0
@@ -468,14 +474,7 @@ def test_a_bad_plan_from_the_planner_process_is_never_replayed(monkeypatch):
             return dataclasses.replace(good, offsets=np.zeros(len(problem), np.int64))
 
     monkeypatch.setattr(_planner_process, "shared", lambda: Lying())
-    net, x = _mlp()
-    with torch.inference_mode():
-        expected = net(x)
-        m = attach(net)
-        with pytest.warns(PlanningWarning, match="failed validation"):
-            first = m(x)
-        later = m(x)
-    assert torch.equal(first, expected) and torch.equal(later, expected)
+    m = _warned_then_replayed("failed validation")
     assert m.report()["bytes_from_slab"] == 0 and m.report()["plans"][0]["status"] == "ERROR"
 
 
