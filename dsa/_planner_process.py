@@ -152,6 +152,9 @@ class PlannerProcess:
         self._lock = threading.Lock()
 
     def _start(self) -> subprocess.Popen:
+        if not sys.executable or getattr(sys, "frozen", False):
+            # an embedded or frozen interpreter: sys.executable would not start Python
+            raise PlannerUnavailable("this process has no Python interpreter to start a planner process with")
         # the helper imports with this process's sys.path, so it finds this very dsa (and numba)
         boot = (f"import sys; sys.path[:] = {list(sys.path)!r}; from dsa._planner_process import main; "
                 f"sys.exit(main(['--idle', {repr(self.idle)!r}]))")

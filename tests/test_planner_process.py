@@ -154,3 +154,11 @@ def test_the_helper_ignores_ctrl_c(helper):
     time.sleep(0.2)
     assert helper._proc.poll() is None
     assert helper.solve(problem, "bump", {}).peak == 8 and helper.starts == 1
+
+
+def test_a_frozen_interpreter_has_no_helper(monkeypatch):
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    client = PlannerProcess()
+    with pytest.raises(PlannerUnavailable, match="no Python interpreter"):
+        client.solve(dsa.Problem([0], [1], [4]), "bump", {})
+    assert client.starts == 0
