@@ -18,11 +18,13 @@ __all__ = ["find_overlap"]
 # (O(m^2) memory, about a millisecond), which spares a first validation the numba import and kernel
 # load. See dsa._kernels.use_numpy.
 SMALL_M = 512
-# While numba is not loaded in the process, up to this many non-empty rows are checked by a sweep in
-# plain Python (about 5 ms per 10k rows, close to the kernel's time with its sorts) rather than by
+# While numba is not loaded in the process, plans are checked by a sweep in plain Python (about 5 ms
+# per 10k rows when few are alive at once, close to the kernel's time with its sorts) rather than by
 # loading numba for the check alone: a process that only validates plans made elsewhere (the torch
-# adapter's, planned in a helper process) then never pays numba's ~100 MB.
-SWEEP_M = 1_000_000
+# adapter's, planned in a helper process) then never pays numba's ~100 MB. The sweep moves up to k
+# list items per row (k: rows alive at once), so it is used only while rows x k stays below this
+# (at the limit, about 0.1 s in the worst order; 100k rows all alive at once take 0.8 s).
+SWEEP_WORK = 1_000_000_000
 
 
 def find_overlap(starts, ends, sizes, offsets):
@@ -30,8 +32,9 @@ def find_overlap(starts, ends, sizes, offsets):
 
     Zero-size rows never overlap. Complexity O(n log n): three sorts, then a sweep over time with a
     Fenwick tree over offsets (numba, compiled on first use). Up to ``SMALL_M`` non-empty rows, every
-    pair is checked at once in numpy instead in the first calls of a process; up to ``SWEEP_M``, a
-    process that has not loaded numba sweeps in plain Python (:func:`_sweep_overlap`).
+    pair is checked at once in numpy instead in the first calls of a process; a process that has not
+    loaded numba sweeps in plain Python (:func:`_sweep_overlap`) unless rows x (rows alive at once)
+    exceeds ``SWEEP_WORK``.
     """
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
@@ -52,9 +55,11 @@ def find_overlap(starts, ends, sizes, offsets):
             return None
         i, j = hits[0]
         return int(rows[i]), int(rows[j])
-    if _kernels.FORCE == "sweep" or (_kernels.FORCE is None and not numba_loaded() and len(rows) < SWEEP_M):
-        pair = _sweep_overlap(starts, ends, offsets, tops)
-        return None if pair is None else (int(rows[pair[0]]), int(rows[pair[1]]))
+    if _kernels.FORCE in (None, "sweep") and (_kernels.FORCE == "sweep" or not numba_loaded()):
+        order, alive = _events(starts, ends)
+        if _kernels.FORCE == "sweep" or len(rows) * alive <= SWEEP_WORK:
+            pair = _sweep_overlap(starts, offsets, tops, order)
+            return None if pair is None else (int(rows[pair[0]]), int(rows[pair[1]]))
     from dsa._kernels.overlap_check import first_overlap
 
     i, j = first_overlap(starts, ends, offsets, tops, np.argsort(starts), np.argsort(ends),
@@ -64,18 +69,26 @@ def find_overlap(starts, ends, sizes, offsets):
     return int(rows[i]), int(rows[j])
 
 
-def _sweep_overlap(starts, ends, offsets, tops):
-    """:func:`find_overlap` on non-empty rows by a sweep over time in plain Python, O(n log n + n k).
-
-    Events in time order, a row's end before any start at the same time (lifetimes are half-open).
-    The rows alive are kept in a list sorted by ``(offset, row)``; they never overlap one another
-    (each was checked when it arrived), so an arriving row can only collide with its two neighbours
-    in that list. ``k`` is the number of rows alive at once (list insertion and removal move them).
-    """
+def _events(starts, ends):
+    """Event order of a sweep over time (index ``i < n``: end of row i, ``n + i``: its start; ends
+    first at equal times, lifetimes being half-open) and the most rows alive at once."""
     n = len(starts)
     times = np.concatenate([ends, starts])
     kinds = np.concatenate([np.zeros(n, np.int8), np.ones(n, np.int8)])  # 0 end, 1 start
-    order = np.lexsort((kinds, times))  # by time, ends first
+    order = np.lexsort((kinds, times))
+    alive = int(np.cumsum(np.where(order < n, -1, 1)).max()) if n else 0
+    return order, alive
+
+
+def _sweep_overlap(starts, offsets, tops, order):
+    """:func:`find_overlap` on non-empty rows by a sweep over time in plain Python, O(n log n + n k).
+
+    ``order`` comes from :func:`_events`. The rows alive are kept in a list sorted by
+    ``(offset, row)``; they never overlap one another (each was checked when it arrived), so an
+    arriving row can only collide with its two neighbours in that list. ``k`` is the number of rows
+    alive at once (list insertion and removal move them).
+    """
+    n = len(starts)
     off = offsets.tolist()
     top = tops.tolist()
     live: list[tuple[int, int]] = []

@@ -246,3 +246,23 @@ def test_largest_representable_offset_is_fine():
     p = Problem([0, 0], [1, 1], [10, 10])
     dsa.validate(p, [2**63 - 11, 0])
     check(p.replace(capacity=100), [2**63 - 11, 0], "capacity", (0,))
+
+
+def test_without_numba_a_dense_plan_is_checked_by_the_sweep_and_a_huge_one_by_the_kernel(monkeypatch):
+    """The plain-Python sweep is used while rows x (rows alive at once) is small enough."""
+    from dsa import _kernels, overlap
+
+    n = 2000
+    starts, ends, sizes = np.zeros(n, np.int64), np.full(n, 5), np.full(n, 8)
+    offsets = (np.arange(n) * 8)[::-1].copy()
+    calls = []
+    real = overlap._sweep_overlap
+    monkeypatch.setattr(overlap, "_sweep_overlap", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(_kernels, "numba_loaded", lambda: False)
+    monkeypatch.setattr(overlap, "numba_loaded", lambda: False)
+    monkeypatch.setattr(_kernels, "NUMPY_CALLS", 0)  # past the all-pairs stand-in
+    assert overlap.find_overlap(starts, ends, sizes, offsets) is None and calls == [1]
+    offsets[7] = offsets[8] + 4
+    assert overlap.find_overlap(starts, ends, sizes, offsets) is not None and calls == [1, 1]
+    monkeypatch.setattr(overlap, "SWEEP_WORK", n * n - 1)  # too much work: the kernel checks it
+    assert overlap.find_overlap(starts, ends, sizes, offsets) is not None and calls == [1, 1]
