@@ -279,7 +279,8 @@ def _after_fork_in_child() -> None:
         _shared._forget()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def main(argv: list[str] | None = None) -> int:
