@@ -399,7 +399,7 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
         from concurrent.futures import ThreadPoolExecutor
 
         for per in prep.periods:  # the preorders' ranks are cached before threads read them
-            if per.searchable:
+            if per.searchable and _peak(problem, best, per.rows) > lb:  # else never probed (caps >= lb)
                 for h in HEURISTICS:
                     per._order(h)
         pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="dsa-search")
