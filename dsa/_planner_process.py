@@ -7,8 +7,8 @@ solves, and sends the plan back, while the served process only validates it (:mo
 checks plans without numba) and replays it.
 
 Protocol: a request or a reply is an 8-byte little-endian length and a pickle. A request is
-``{"problem", "strategy", "options"}``; a reply is ``{"ok": True, "solution", "warnings"}`` or
-``{"ok": False, "kind", "error"}``; the solution's ``stats["planner_process_hwm_kb"]`` is the
+``{"id", "problem", "strategy", "options"}``; a reply is ``{"id", "ok": True, "solution",
+"warnings"}`` or ``{"id", "ok": False, "kind", "error"}``, with the request's id; the solution's ``stats["planner_process_hwm_kb"]`` is the
 helper's peak resident memory so far. The helper exits when its input closes (its client is gone) or
 after ``idle`` seconds without a request; the client starts a new one when it next needs it.
 
@@ -58,13 +58,16 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes | None:
 
 
 def _write_all(fd: int, data: bytes, deadline: float | None) -> None:
+    """All of ``data`` to ``fd``. TimeoutError past ``deadline``: with a deadline, each write is at
+    most ``PIPE_BUF`` bytes after ``select`` says the pipe has room, so a write never blocks."""
     view = memoryview(data)
+    chunk = select.PIPE_BUF if deadline is not None else 1 << 16
     while view:
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([], [fd], [], left)[1]:
                 raise TimeoutError
-        view = view[os.write(fd, view[:1 << 16]):]
+        view = view[os.write(fd, view[:chunk]):]
 
 
 def _frame(obj) -> bytes:

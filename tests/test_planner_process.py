@@ -162,3 +162,10 @@ def test_a_frozen_interpreter_has_no_helper(monkeypatch):
     with pytest.raises(PlannerUnavailable, match="no Python interpreter"):
         client.solve(dsa.Problem([0], [1], [4]), "bump", {})
     assert client.starts == 0
+
+
+def test_a_large_request_crosses_the_pipe_in_pieces(helper):
+    """A problem far larger than a pipe's buffer is sent (and its plan returned) within a deadline."""
+    problem = dsa.generate.random_trace(20_000, seed=5)
+    remote = helper.solve(problem, "greedy_by_size", {}, timeout=300)
+    assert np.array_equal(remote.offsets, dsa.solve(problem, "greedy_by_size").offsets)
