@@ -36,6 +36,17 @@ def fast_or_skip(m):
     return m._fast
 
 
+def natively_served(net, x, **options):
+    """``attach(net)`` after three calls with ``x`` (profile, then replays that bind the native
+    path), and its dispatcher; skips when the native path is not available."""
+    m = attach(net, **options)
+    fast = fast_or_skip(m)
+    with torch.inference_mode():
+        for _ in range(3):
+            m(x)
+    return m, fast
+
+
 def replays(m) -> int:
     return m.report()["replays"]
 
@@ -122,12 +133,9 @@ def test_each_serving_thread_gets_its_own_binding(mlp):
 
 def test_hooks_on_the_wrapper_still_run(mlp):
     net, x = mlp
-    m = attach(net)
-    fast_or_skip(m)
+    m, _ = natively_served(net, x)
     seen = []
     with torch.inference_mode():
-        for _ in range(3):
-            m(x)
         handle = m.register_forward_hook(lambda mod, args, out: seen.append(out.shape))
         m(x)
         m(x)
@@ -139,12 +147,9 @@ def test_hooks_on_the_wrapper_still_run(mlp):
 
 def test_global_module_hooks_still_run(mlp):
     net, x = mlp
-    m = attach(net)
-    fast_or_skip(m)
+    m, _ = natively_served(net, x)
     seen = []
     with torch.inference_mode():
-        for _ in range(3):
-            m(x)
         handle = torch.nn.modules.module.register_module_forward_hook(
             lambda mod, args, out: seen.append(type(mod).__name__))
         try:
@@ -156,12 +161,9 @@ def test_global_module_hooks_still_run(mlp):
 
 def test_an_exception_in_a_native_replay_propagates_and_the_slab_recovers(mlp):
     net, x = mlp
-    m = attach(net)
-    fast_or_skip(m)
+    m, _ = natively_served(net, x)
     with torch.inference_mode():
         want = net(x)
-        for _ in range(3):
-            m(x)
         net.fail = True
         with pytest.raises(RuntimeError, match="requested failure"):
             m(x)
@@ -181,11 +183,8 @@ def test_a_native_replay_that_misses_goes_back_to_python():
             return (h + 1).sum(1)
 
     net, x = Branchy(), torch.randn(4, 32)
-    m = attach(net, max_replans=1)
-    fast = fast_or_skip(m)
+    m, fast = natively_served(net, x, max_replans=1)
     with torch.inference_mode():
-        for _ in range(3):
-            m(x)
         assert fast.size() == 1
         net.wide = True
         assert torch.equal(m(x), net(x))  # the native replay falls back; Python marks the plan stale
@@ -197,11 +196,8 @@ def test_a_native_replay_that_misses_goes_back_to_python():
 
 def test_detach_stops_the_native_path(mlp):
     net, x = mlp
-    m = attach(net)
-    fast = fast_or_skip(m)
+    m, fast = natively_served(net, x)
     with torch.inference_mode():
-        for _ in range(3):
-            m(x)
         m.detach()
         assert not fast.enabled and fast.size() == 0
         assert torch.equal(m(x), net(x))
