@@ -38,17 +38,10 @@ MODELS = ("resnet", "mobilenet", "transformer", "gru", "inplace_views", "multi_o
 MODES = ("eager", "eager-tcmalloc", "process", "inline")
 
 
-def _status_kb(key: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    raise KeyError(key)
-
-
 def measure(cfg: dict) -> dict:
     """One configuration, in this (fresh) process."""
     import torch
+    from _latency_worker import proc_status_kb  # this script's folder is on sys.path
 
     from dsa.adapters.torch import attach
     from dsa.adapters.torch.examples import flatten_outputs, sized
@@ -57,7 +50,7 @@ def measure(cfg: dict) -> dict:
     torch.manual_seed(0)
     model, make_input = sized(cfg["model"], cfg.get("size"))
     x = make_input(cfg["batch"])
-    base = _status_kb("VmRSS")
+    base = proc_status_kb("VmRSS")["VmRSS"]
     attached = cfg["mode"] in ("process", "inline")
     fn = attach(model, planner=cfg["mode"]) if attached else model
     with torch.inference_mode():
@@ -66,9 +59,9 @@ def measure(cfg: dict) -> dict:
         first_s = time.perf_counter() - t0
         for _ in range(cfg["calls"]):
             out = fn(*x)
-    row = {"baseline_mb": base / 1024, "peak_mb": _status_kb("VmHWM") / 1024,
-           "growth_mb": (_status_kb("VmHWM") - base) / 1024, "first_call_s": first_s,
-           "numba_loaded": "numba" in sys.modules}
+    peak = proc_status_kb("VmHWM")["VmHWM"]
+    row = {"baseline_mb": base / 1024, "peak_mb": peak / 1024, "growth_mb": (peak - base) / 1024,
+           "first_call_s": first_s, "numba_loaded": "numba" in sys.modules}
     if attached:
         rep = fn.report()
         solution = fn.plan(*x)[1]
@@ -76,8 +69,8 @@ def measure(cfg: dict) -> dict:
         with torch.inference_mode():
             expected = model(*x)
         same = [torch.equal(a, b) for a, b in zip(flatten_outputs(out), flatten_outputs(expected))]
-        row.update(identical=bool(same) and all(same), slab_mb=rep["slab_bytes"] / 2**20, planned_in=rep["plans"][0]["planned_in"],
-                   planner_process_peak_mb=hwm / 1024 if hwm else None)
+        row.update(identical=bool(same) and all(same), slab_mb=rep["slab_bytes"] / 2**20,
+                   planned_in=rep["plans"][0]["planned_in"], planner_process_peak_mb=hwm / 1024 if hwm else None)
     return row
 
 
