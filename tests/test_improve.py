@@ -74,6 +74,73 @@ def test_search_improve_reaches_and_proves_the_optimum(problem):
     assert stats["proven_lower_bound"] <= opt
 
 
+@given(problem=problems(max_n=8), slice_=st.integers(1, 7), slack=st.integers(-2, 1))
+@settings(max_examples=150)
+def test_a_search_resumed_in_slices_explores_the_same_nodes(problem, slice_, slack):
+    """Calls with node limits a, b, ... on one kept search explore exactly the nodes of one call
+    with limit a + b + ...: same answer, same node count, same plan."""
+    prep = _search._Prepared(problem)
+    cap = max(int(problem.sizes.max(initial=0)), _optimum(problem) + slack)
+    for per in prep.periods:
+        whole, nodes, plan = per.search(cap, 10**6, "TAW")
+        runs, total, calls = {}, 0, 0
+        while True:
+            status, used, out = per.search(cap, slice_, "TAW", runs)
+            total += used
+            calls += 1
+            assert used <= slice_
+            if status != 2:
+                break
+        assert (status, total) == (whole, nodes)
+        assert calls == max(1, -(-nodes // slice_))  # no call without progress
+        if status == 0:
+            assert np.array_equal(out, plan)
+        assert per.search(cap, 5, "TAW", runs)[:2] == (status, 0)  # a finished search answers again
+
+
+def test_a_long_search_resumed_in_slices_finds_the_same_plan():
+    """MiniMalloc's B at LOAD: the TAW preorder plans it after about 200k nodes, in one call or in
+    slices of 9999 nodes."""
+    p = dsa.data.load("B.1048576").replace(capacity=None)
+    per = _search._Prepared(p).periods[0]
+    cap = dsa.load(p)
+    whole, nodes, plan = per.search(cap, 10**6, "TAW")
+    assert whole == 0 and nodes > 100_000
+    runs, total = {}, 0
+    while True:
+        status, used, out = per.search(cap, 9999, "TAW", runs)
+        total += used
+        if status != 2:
+            break
+    assert (status, total) == (0, nodes) and np.array_equal(out, plan)
+
+
+def test_a_stop_flag_ends_a_search_that_goes_on_later():
+    """``stop[0] = 1`` ends a call before its node limit (from another thread too); the kept search
+    then resumes and ends where an uninterrupted one does."""
+    import threading
+
+    p = dsa.data.load("B.1048576").replace(capacity=None)
+    per = _search._Prepared(p).periods[0]
+    cap = dsa.load(p)
+    stop = np.ones(1, np.int64)
+    runs = {}
+    assert per.search(cap, 10**6, "TAW", runs, stop)[:2] == (2, 0)
+    stop[0] = 0
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(r=per.search(cap, 10**12, "TWC", runs, stop)))
+    worker.start()
+    key = (cap, "TWC", id(per))
+    while key not in runs or runs[key][0][0][0] == 0:  # until the search has started (phase 0: fresh)
+        worker.join(0.001)
+    stop[0] = 1
+    worker.join(120)
+    assert not worker.is_alive() and result["r"][0] == 2 and result["r"][1] < 10**12
+    stop[0] = 0
+    status, used, out = per.search(cap, 10**6, "TAW", runs, stop)
+    assert (status, used) == (0, per.search(cap, 10**6, "TAW")[1])
+
+
 def test_search_keeps_a_plan_it_cannot_improve_and_stops_on_large_periods():
     big = dsa.generate.random_trace(3000, seed=0)  # one busy period of more than MAX_BUFFERS rows
     start = dsa.solve(big, "greedy_by_size").offsets

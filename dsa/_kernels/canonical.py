@@ -119,16 +119,50 @@ def _rerank(rank, ulist, ucount, lo, hi, slo, shi, total, keys, tpos, rk_b, rk_v
     return rktop
 
 
+# Layout of a search's state (see :func:`new_state`): slot 0 holds the scalars below, slot 1 the
+# ranks (re-ranked in place), the rest the arrays of the depth-first search.
+_PHASE, _RESULT, _DEPTH, _ENTERING, _RKTOP, _MTOP, _FTOP, _PTOP, _RTOP, _UCOUNT, _STAMP, _NODES = range(12)
+NSLOTS = 36
+FRESH, RUNNING, DONE = 0, 1, 2
+
+
+def new_state(rank, n_sections, n_adj, span_sum, flog_cap, rerank):
+    """Arrays that hold one search between calls of :func:`canonical_search` (fresh: not started).
+
+    ``rank`` is copied (the search re-ranks its own copy). The state of a search that returned
+    ``LIMIT`` resumes where it stopped: calls with node limits ``a`` then ``b`` explore exactly the
+    nodes of one call with limit ``a + b``.
+    """
+    m = len(rank)
+    S = n_sections
+    i64 = np.int64
+    st = [np.zeros(16, i64), np.array(rank, dtype=i64, copy=True)]
+    rk = 64 * m + 1024 if rerank else 1
+    st += [np.empty(rk, i64), np.empty(rk, i64)]                       # 2, 3: rank undo log
+    st += [np.zeros(m + 1, i64), np.zeros(m + 1, i64)]                 # 4, 5: f_rk, f_new
+    st += [np.empty(m, i64) for _ in range(5)]                         # 6-10: off, ulist, upos, minoff, unb
+    st += [np.empty(S, i64), np.empty(S, i64), np.empty(max(S - 1, 1), i64)]  # 11-13: floor, total, cuts
+    st += [np.empty(n_adj + 1, i64), np.empty(n_adj + 1, i64)]         # 14, 15: minoff undo log
+    flen = 2 * span_sum + flog_cap + 2
+    st += [np.empty(flen, i64), np.empty(flen, i64)]                   # 16, 17: floor undo log
+    st += [np.empty(S, i64), np.empty(S, i64)]                         # 18, 19: mark, piece_of
+    st += [np.empty(m + 1, i64) for _ in range(9)]                     # 20-28: frames
+    st += [np.empty(m + 2, i64) for _ in range(4)]                     # 29-32: decomposition records
+    st += [np.empty(S + 2 * m + 4, i64), np.empty(S + 2 * m + 4, i64)]  # 33, 34: pieces
+    st += [np.empty(S + 1, i64)]                                       # 35: nonempty
+    assert len(st) == NSLOTS
+    return tuple(st)
+
+
 @njit(cache=True, nogil=True)  # nogil: probes run in threads side by side (dsa.strategies._search)
-def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
-                     node_limit, flog_cap, out, keys, tpos, twin, rerank):
-    """Decide whether the buffers fit in ``cap``, exploring at most ``node_limit`` nodes.
+def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
+                     node_limit, flog_cap, out, keys, tpos, twin, rerank, state, stop):
+    """Decide whether the buffers fit in ``cap``, exploring at most ``node_limit`` more nodes.
 
     Parameters
     ----------
-    sz, al, fx, rank : int64 arrays of length m
-        Sizes (all > 0), alignments (>= 1), fixed offsets (-1: free) and distinct static ranks
-        (the tie-break of the dynamic order: smaller first).
+    sz, al, fx : int64 arrays of length m
+        Sizes (all > 0), alignments (>= 1) and fixed offsets (-1: free).
     slo, shi : int64 arrays
         Section span ``[slo, shi)`` of each buffer; sections are numbered ``0 .. S-1``.
     adj_ptr, adj : int64 arrays
@@ -136,16 +170,16 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
     sec_ptr, sec_buf : int64 arrays
         CSR lists of the buffers alive in each section (``S + 1`` pointers).
     cap : int
-        The capacity to decide.
+        The capacity to decide (the same in every call on one state).
     node_limit : int
-        The most placements to try.
+        The most placements to try in this call.
     flog_cap : int
         Room for optional floor raises (the inference is skipped when the log is full).
     out : int64 array of length m
         Receives the offsets when a plan is found.
     keys : int64 array of shape (K, m)
-        The static preorder that ``rank`` was made from (row 0 most significant, larger first); used
-        to re-rank the buffers of each new group of a decomposition.
+        The static preorder that the state's ranks were made from (row 0 most significant, larger
+        first); used to re-rank the buffers of each new group of a decomposition.
     tpos : int
         Row of ``keys`` that stands for "largest section total met": it is recomputed from the
         unplaced sizes when a group is re-ranked (-1: never re-rank).
@@ -155,122 +189,119 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
     rerank : int
         0: static ranks; 1: re-rank each piece of a decomposition; 2: also re-rank when a placement
         only narrows the group (the canonical order then restarts at the placement's offset).
+    state : tuple of int64 arrays
+        The search, made by :func:`new_state` with the static ranks (distinct; the tie-break of
+        the dynamic order, smaller first) and the same ``rerank``. A call on a state that stopped
+        at its node limit goes on from there; a finished state returns its answer again (0 nodes).
+    stop : int64 array of length 1
+        Another thread may set ``stop[0] != 0`` to end the call early (checked every 256 nodes;
+        the state stays resumable and the call returns ``LIMIT``).
 
     Returns
     -------
     status : int
         ``FOUND`` (0), ``INFEASIBLE`` (1, proven by an exhausted search) or ``LIMIT`` (2).
     nodes : int
-        Placements tried.
+        Placements tried in this call.
     """
+    (sc, rank, rk_b, rk_v, f_rk, f_new, off, ulist, upos, minoff, unb, floor, total, cuts,
+     mlog_b, mlog_v, flog_s, flog_v, mark, piece_of, f_buf, f_lo, f_hi, f_ko, f_kr, f_mh, f_bar,
+     f_m0, f_f0, r_depth, r_pbeg, r_pend, r_pcur, p_lo, p_hi, nonempty) = state
     m = sz.size
     S = sec_ptr.size - 1
-    if m == 0:
-        return FOUND, 0
-    rank = rank.copy()
+    if sc[_PHASE] == DONE:
+        return sc[_RESULT], 0
     if tpos < 0:
         rerank = 0
-    rk_b = np.empty(64 * m + 1024 if rerank else 1, np.int64)
-    rk_v = np.empty(rk_b.size, np.int64)
-    rktop = 0
-    f_rk = np.zeros(m + 1, np.int64)  # rank-log top when the frame was entered
-    f_new = np.zeros(m + 1, np.bool_)  # the frame starts a new group
-    off = np.full(m, -1, np.int64)
-    ulist = np.arange(m, dtype=np.int64)  # unplaced buffers first (a sparse set, undone LIFO)
-    upos = np.arange(m, dtype=np.int64)
-    ucount = m
-    minoff = np.zeros(m, np.int64)
-    unb = np.empty(m, np.int64)  # unplaced time-neighbours
-    for i in range(m):
-        unb[i] = adj_ptr[i + 1] - adj_ptr[i]
-        if fx[i] >= 0 and fx[i] + sz[i] > cap:
-            return INFEASIBLE, 0
-        if sz[i] > cap:
-            return INFEASIBLE, 0
-    floor = np.zeros(S, np.int64)
-    total = np.zeros(S, np.int64)
-    cuts = np.zeros(max(S - 1, 1), np.int64)
-    for i in range(m):
-        for s in range(slo[i], shi[i]):
-            total[s] += sz[i]
-        for s in range(slo[i], shi[i] - 1):
-            cuts[s] += 1
-    for s in range(S):
-        if total[s] > cap:
-            return INFEASIBLE, 0
-    # undo logs: minimum offsets (bounded by the sum of degrees along one path) and floors
-    mlog_b = np.empty(adj.size + 1, np.int64)
-    mlog_v = np.empty(adj.size + 1, np.int64)
     span_sum = 0
     for i in range(m):
         span_sum += shi[i] - slo[i]
-    flen = 2 * span_sum + flog_cap + 2
-    flog_s = np.empty(flen, np.int64)
-    flog_v = np.empty(flen, np.int64)
-    mtop = 0
-    ftop = 0
-    mark = np.zeros(S, np.int64)  # section marks for the floor raise (stamp per node)
-    stamp = 0
-    piece_of = np.full(S, -1, np.int64)
-    # frames (one per depth)
-    f_buf = np.full(m + 1, -1, np.int64)
-    f_lo = np.zeros(m + 1, np.int64)
-    f_hi = np.zeros(m + 1, np.int64)
-    f_ko = np.zeros(m + 1, np.int64)  # last key tried (or the bound below which nothing goes)
-    f_kr = np.zeros(m + 1, np.int64)
-    f_mh = np.zeros(m + 1, np.int64)  # dominance: min over free unplaced of minoff + size
-    f_bar = np.full(m + 1, -1, np.int64)  # record whose piece starts at this frame
-    f_m0 = np.zeros(m + 1, np.int64)
-    f_f0 = np.zeros(m + 1, np.int64)
-    # records of decompositions: frame depth and pieces [p_beg, p_end) with cursor
-    r_depth = np.zeros(m + 2, np.int64)
-    r_pbeg = np.zeros(m + 2, np.int64)
-    r_pend = np.zeros(m + 2, np.int64)
-    r_pcur = np.zeros(m + 2, np.int64)
-    p_lo = np.zeros(S + 2 * m + 4, np.int64)
-    p_hi = np.zeros(S + 2 * m + 4, np.int64)
-    ptop = 0
-    rtop = 0
     big = np.int64(2**62)
-
-    # root record: the pieces of [0, S) cut where nothing crosses
-    nonempty = np.zeros(S + 1, np.bool_)
-    npieces = 0
-    a = 0
-    for s in range(S):
-        piece_of[s] = npieces
-        if s == S - 1 or cuts[s] == 0:
-            p_lo[ptop + npieces] = a
-            p_hi[ptop + npieces] = s + 1
-            npieces += 1
-            a = s + 1
-    for i in range(m):
-        nonempty[piece_of[slo[i]]] = True
-    r_depth[0] = -1
-    r_pbeg[0] = ptop
-    k = 0
-    for q in range(npieces):
-        if nonempty[q]:
-            p_lo[ptop + k] = p_lo[ptop + q]
-            p_hi[ptop + k] = p_hi[ptop + q]
-            k += 1
-    r_pend[0] = ptop + k
-    r_pcur[0] = ptop
-    ptop += k
-    rtop = 1
-
-    depth = 0
-    lo = p_lo[0]
-    hi = p_hi[0]
     nodes = 0
-    # enter frame 0
-    f_lo[0] = lo
-    f_hi[0] = hi
-    f_ko[0] = -1
-    f_kr[0] = -1
-    f_bar[0] = 0
-    f_new[0] = True
-    entering = True
+    if sc[_PHASE] == FRESH:
+        sc[_PHASE] = DONE
+        sc[_RESULT] = INFEASIBLE
+        if m == 0:
+            sc[_RESULT] = FOUND
+            return FOUND, 0
+        for i in range(m):
+            off[i] = -1
+            ulist[i] = i
+            upos[i] = i
+            minoff[i] = 0
+            unb[i] = adj_ptr[i + 1] - adj_ptr[i]
+            if fx[i] >= 0 and fx[i] + sz[i] > cap:
+                return INFEASIBLE, 0
+            if sz[i] > cap:
+                return INFEASIBLE, 0
+        ucount = m
+        for s in range(S):
+            floor[s] = 0
+            total[s] = 0
+            mark[s] = 0
+            piece_of[s] = -1
+        for s in range(cuts.size):
+            cuts[s] = 0
+        for i in range(m):
+            for s in range(slo[i], shi[i]):
+                total[s] += sz[i]
+            for s in range(slo[i], shi[i] - 1):
+                cuts[s] += 1
+        for s in range(S):
+            if total[s] > cap:
+                return INFEASIBLE, 0
+        rktop = 0
+        mtop = 0
+        ftop = 0
+        stamp = 0
+        ptop = 0
+        # root record: the pieces of [0, S) cut where nothing crosses
+        for q in range(S + 1):
+            nonempty[q] = 0
+        npieces = 0
+        a = 0
+        for s in range(S):
+            piece_of[s] = npieces
+            if s == S - 1 or cuts[s] == 0:
+                p_lo[ptop + npieces] = a
+                p_hi[ptop + npieces] = s + 1
+                npieces += 1
+                a = s + 1
+        for i in range(m):
+            nonempty[piece_of[slo[i]]] = 1
+        r_depth[0] = -1
+        r_pbeg[0] = ptop
+        k = 0
+        for q in range(npieces):
+            if nonempty[q]:
+                p_lo[ptop + k] = p_lo[ptop + q]
+                p_hi[ptop + k] = p_hi[ptop + q]
+                k += 1
+        r_pend[0] = ptop + k
+        r_pcur[0] = ptop
+        ptop += k
+        rtop = 1
+        depth = 0
+        # enter frame 0
+        f_lo[0] = p_lo[0]
+        f_hi[0] = p_hi[0]
+        f_ko[0] = -1
+        f_kr[0] = -1
+        f_bar[0] = 0
+        f_new[0] = 1
+        f_buf[0] = -1
+        entering = True
+        sc[_PHASE] = RUNNING
+    else:
+        depth = sc[_DEPTH]
+        entering = sc[_ENTERING] != 0
+        rktop = sc[_RKTOP]
+        mtop = sc[_MTOP]
+        ftop = sc[_FTOP]
+        ptop = sc[_PTOP]
+        rtop = sc[_RTOP]
+        ucount = sc[_UCOUNT]
+        stamp = sc[_STAMP]
     while True:
         d = depth
         lo = f_lo[d]
@@ -325,6 +356,9 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
             if b >= 0:
                 rd = r_depth[b]
                 if rd < 0:
+                    sc[_PHASE] = DONE
+                    sc[_RESULT] = INFEASIBLE
+                    sc[_NODES] += nodes
                     return INFEASIBLE, nodes
                 for e in range(d - 1, rd, -1):
                     c = f_buf[e]
@@ -347,7 +381,18 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
             rktop = f_rk[d + 1]
             depth = d
             continue
-        if nodes >= node_limit:
+        if nodes >= node_limit or ((nodes & 255) == 0 and stop[0] != 0):
+            # stop before placing: a later call recomputes this same candidate and goes on
+            sc[_DEPTH] = depth
+            sc[_ENTERING] = 0
+            sc[_RKTOP] = rktop
+            sc[_MTOP] = mtop
+            sc[_FTOP] = ftop
+            sc[_PTOP] = ptop
+            sc[_RTOP] = rtop
+            sc[_UCOUNT] = ucount
+            sc[_STAMP] = stamp
+            sc[_NODES] += nodes
             return LIMIT, nodes
         nodes += 1
         c = best
@@ -458,13 +503,13 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
                 if s == hi - 1 or cuts[s] == 0:
                     p_lo[ptop + npieces] = a
                     p_hi[ptop + npieces] = s + 1
-                    nonempty[npieces] = False
+                    nonempty[npieces] = 0
                     npieces += 1
                     a = s + 1
             for k in range(ucount):
                 y = ulist[k]
                 if shi[y] > lo and slo[y] < hi:
-                    nonempty[piece_of[slo[y]]] = True
+                    nonempty[piece_of[slo[y]]] = 1
                     left += 1
             k = 0
             for q in range(npieces):
@@ -513,6 +558,9 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
                 if r_depth[r] < 0:
                     for i in range(m):
                         out[i] = off[i]
+                    sc[_PHASE] = DONE
+                    sc[_RESULT] = FOUND
+                    sc[_NODES] += nodes
                     return FOUND, nodes
                 rtop = r
                 ptop = r_pbeg[r]
@@ -522,5 +570,5 @@ def canonical_search(sz, al, fx, rank, slo, shi, adj_ptr, adj, sec_ptr, sec_buf,
         f_ko[depth] = nko
         f_kr[depth] = nkr
         f_bar[depth] = nbar
-        f_new[depth] = nnew
+        f_new[depth] = 1 if nnew else 0
         entering = True

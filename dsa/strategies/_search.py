@@ -46,6 +46,7 @@ SCAN0 = 1000               # least nodes per probe of the grid walk below the in
 GROWTH = 3                 # the probe budget is multiplied by this after every round
 MISSES = 2                 # the walk of a round stops after this many capacities in a row hit the limit
 WALK = 1.0                 # nodes of a round's grid walk (per capacity, over the preorders) / budget
+MAX_RUNS = 64              # searches kept for resumption (the oldest are dropped beyond this)
 # probes of one capacity with different preorders run this many at a time, in threads (the kernel
 # releases the GIL); None: the cores this process may use, at most len(HEURISTICS)
 THREADS: int | None = None
@@ -132,17 +133,37 @@ class _Period:
             self.twins[h] = _twins(self.ident, rank, self.fx < 0, self.slo, self.shi, self.sz, self.al)
         return self.ranks[h], self.keys[h], self.twins[h]
 
-    def search(self, cap, node_limit, heuristic):
-        from dsa._kernels.canonical import canonical_search
+    def search(self, cap, node_limit, heuristic, runs=None, stop=None):
+        """Search capacity ``cap`` with the preorder ``heuristic`` for at most ``node_limit`` nodes.
 
-        out = np.zeros(len(self.rows), np.int64)
+        With a dict ``runs``, the search is kept there under ``(cap, heuristic, id(self))`` and a
+        later call with the same key goes on where this one stopped instead of starting over (a
+        node-limited depth-first search started again repeats its whole prefix). ``stop``, an
+        int64 array of length 1, lets another thread end the call early (``stop[0] = 1``).
+        Returns ``(status, nodes, offsets)``.
+        """
+        from dsa._kernels.canonical import canonical_search, new_state
+
         rank, keys, twins = self._order(heuristic)
         if not SYMMETRY:
             twins = np.full(len(self.rows), -1, np.int64)
-        status, nodes = canonical_search(self.sz, self.al, self.fx, rank, self.slo, self.shi,
+        key = (int(cap), heuristic, id(self))
+        run = runs.pop(key, None) if runs is not None else None  # put back last: recently used
+        if run is not None:
+            runs[key] = run
+        else:
+            state = new_state(rank, len(self.sec_ptr) - 1, len(self.adj),
+                              int((self.shi - self.slo).sum()), FLOOR_LOG, RERANK)
+            run = (state, np.zeros(len(self.rows), np.int64))
+            if runs is not None:
+                runs[key] = run
+        state, out = run
+        if stop is None:
+            stop = np.zeros(1, np.int64)
+        status, nodes = canonical_search(self.sz, self.al, self.fx, self.slo, self.shi,
                                          self.adj_ptr, self.adj, self.sec_ptr, self.sec_buf,
                                          int(cap), int(node_limit), FLOOR_LOG, out, keys,
-                                         heuristic.find("T"), twins, RERANK)
+                                         heuristic.find("T"), twins, RERANK, state, stop)
         return int(status), int(nodes), out
 
 
@@ -224,6 +245,7 @@ def _decide(prep, cap, node_limit, periods, heuristics=HEURISTICS, deadline=None
         if not prep.periods[pi].searchable:
             return "limit", plans, nodes
     limit = max(64, 2 * max((len(prep.periods[pi].rows) for pi in todo), default=1))
+    runs = {}  # each (period, preorder) search goes on where its last call stopped
     while todo:
         remaining = todo
         todo = []
@@ -240,7 +262,7 @@ def _decide(prep, cap, node_limit, periods, heuristics=HEURISTICS, deadline=None
                 if lim <= 0:
                     return "limit", plans, nodes
                 t = time.perf_counter()
-                status, used, out = per.search(cap, lim, h)
+                status, used, out = per.search(cap, lim, h, runs)
                 dt = time.perf_counter() - t
                 nodes += used
                 if rate is not None and used > 1000 and dt > 0:
@@ -291,9 +313,10 @@ def feasible(problem, capacity, *, node_limit):
     return status, offsets, nodes
 
 
-def _probe(prep, problem, best, cap, budget, heuristic, deadline, rate):
+def _probe(prep, problem, best, cap, budget, heuristic, deadline, rate, runs=None, stop=None):
     """One node-limited attempt at capacity ``cap`` for every period whose plan exceeds it.
 
+    ``runs`` and ``stop`` are passed to :meth:`_Period.search` (resumed searches, early end).
     Returns ``(outcome, plans, nodes)``; outcome is "found", "infeasible" (proven) or "limit".
     """
     plans = {}
@@ -310,9 +333,11 @@ def _probe(prep, problem, best, cap, budget, heuristic, deadline, rate):
         if lim <= 0:
             return "limit", plans, nodes
         t = time.perf_counter()
-        status, used, out = per.search(cap, lim, heuristic)
+        status, used, out = per.search(cap, lim, heuristic, runs, stop)
         dt = time.perf_counter() - t
         nodes += used
+        if stop is not None and stop[0] and status == 2:
+            return "limit", plans, nodes
         if used >= 200 and dt > 1e-3:
             rate[0] = 0.5 * rate[0] + 0.5 * used / dt
         if status == 1:
@@ -407,8 +432,10 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
     def apply(cap, outcome, plans, nodes):
         stats["nodes"] += nodes
         stats["probes"].append((cap, outcome, nodes))
-        for pi, out in plans.items():  # a period planned within cap never raises the peak
-            best[prep.periods[pi].rows] = out
+        for pi, out in plans.items():  # a period's plan replaces the incumbent's if it is lower
+            rows = prep.periods[pi].rows
+            if _peak(problem, best, rows) > int((out + problem.sizes[rows]).max()):
+                best[rows] = out
         new = _peak(problem, best)
         if new < state["peak"]:
             state["peak"] = new
@@ -422,29 +449,67 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
         elif progress is not None:
             progress("probe", cap, state["peak"], state["lo"], stats["nodes"])
 
-    def probe(cap, nb, hs):
-        """Probe ``cap`` with the preorders ``hs``, ``width`` at a time side by side, until a batch
-        plans or proves something; the batch's results are applied in preorder order."""
+    # searches of the bound stopped at their node limit, resumed by the next round's probe of the
+    # bound (walk probes start afresh: the grid below the incumbent moves as it falls, and many
+    # small fresh probes of changing capacities find plans more often than a few deep ones)
+    runs = {}
+    cancel = node_limit is None  # under a node limit, no early ends: the result stays deterministic
+
+    def prune():
+        """Forget searches of capacities that will not be probed again (at or above the peak, or
+        proven infeasible), then the oldest beyond ``MAX_RUNS``."""
+        for key in [k for k in runs if not (floor() <= k[0] < state["peak"])]:
+            del runs[key]
+        while len(runs) > MAX_RUNS:
+            del runs[next(iter(runs))]  # the least recently used (a probe moves its runs last)
+
+    def probe(cap, nb, hs, group=None):
+        """Probe ``cap`` with the preorders ``hs``, in batches of ``group`` (default ``width``)
+        that the pool's ``width`` threads run side by side, until a batch plans or proves
+        something. A search of the bound goes on from where the last probe of the bound left it,
+        so the bound is probed as one batch of every preorder: a thread that ends its search takes
+        the next instead of waiting for its partner. A proof, or a plan at the bound (an optimal
+        one), tells the other searches of the batch to stop (the race; not under a node limit,
+        where every search runs its share so that the result is deterministic); below the bound
+        the others run their share, since they may plan lower still. Results are applied in
+        preorder order up to the first proof."""
         outcome = "limit"
-        for i in range(0, len(hs), width):
-            batch = hs[i:i + width]
+        group = group or width
+        for i in range(0, len(hs), group):
+            batch = hs[i:i + group]
             share = nb
             if node_limit is not None:
                 share = min(nb, (node_limit - stats["nodes"]) // len(batch))
             if share <= 0 or spent():
                 return "stop"
+            stops = [np.zeros(1, np.int64) for _ in batch]
+
+            def one(j):
+                result = _probe(prep, problem, best, cap, share, batch[j], deadline, rate,
+                                runs if cap <= floor() else None, stops[j])
+                # a proof ends the race; so does a plan at the bound (optimal: nothing can beat it)
+                if cancel and (result[0] == "infeasible" or (result[0] == "found" and cap <= floor())):
+                    for other in stops:
+                        other[0] = 1
+                return result
+
             if pool is None or len(batch) == 1:
-                results = [_probe(prep, problem, best, cap, share, h, deadline, rate) for h in batch]
+                results = []
+                for j in range(len(batch)):
+                    results.append(one(j))
+                    if results[-1][0] != "limit":
+                        break
             else:
-                futures = [pool.submit(_probe, prep, problem, best, cap, share, h, deadline, rate)
-                           for h in batch]
-                results = [f.result() for f in futures]
+                results = [f.result() for f in [pool.submit(one, j) for j in range(len(batch))]]
             for result in results:
                 apply(cap, *result)
-            found = [r[0] for r in results]
-            if "infeasible" in found:
+                if result[0] == "infeasible":
+                    break
+            prune()
+            decided = [r[0] for r in results if r[0] != "limit"][:1]
+            if decided == ["infeasible"]:
                 return "infeasible"
-            if "found" in found or _peak(problem, best) <= cap:
+            if decided == ["found"] or _peak(problem, best) <= cap:
                 return "found"
         return outcome
 
@@ -453,10 +518,8 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
 
     try:
         while floor() < state["peak"] and not spent():
-            # 1. the bound itself, with every preorder (a proof raises the bound the next batch probes)
-            for i in range(0, len(HEURISTICS), width):
-                if probe(floor(), budget, HEURISTICS[i:i + width]) == "stop" or floor() >= state["peak"]:
-                    break
+            # 1. the bound itself, with every preorder
+            probe(floor(), budget, HEURISTICS, len(HEURISTICS))
             if floor() >= state["peak"] or spent():
                 break
             # 2. a grid from just below the incumbent down towards the bound, every preorder at

@@ -146,6 +146,7 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     heuristics = _search.HEURISTICS
     status = None
     nb = max(64, BUDGET0_PER_BUFFER * largest)
+    runs = {}  # decision mode: each preorder's search of ``cap`` goes on where its last round stopped
 
     def probe(c, h):
         """One node-limited search of capacity ``c``; returns "found", "infeasible" or "limit"."""
@@ -154,7 +155,7 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
             return "stop"
         deadline = budget.deadline
         outcome, plans, used = _search._probe(prep, problem, state["offsets"], c, lim, h,
-                                               deadline, rate)
+                                               deadline, rate, runs)
         budget.spend(used)
         stats["nodes"] += used
         stats["probes"] += 1
