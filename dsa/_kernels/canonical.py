@@ -36,7 +36,9 @@ below can cut away the last stable plan:
   and every change is undone on backtracking. Twins keep their relative order (equal keys, ties
   kept), so the symmetry rule stays consistent.
 
-Only when the search is exhausted (no node limit hit) is the answer "infeasible" returned.
+Only when the search is exhausted (no node limit hit) is the answer "infeasible" returned. The
+search's state lives in arrays its caller owns (:func:`new_state`), so a search stopped at its node
+limit, or by another thread's stop flag, resumes exactly where it stopped.
 
 Complexity: each node costs O(m + S + deg + sum of touched section sizes) time for ``m`` buffers
 and ``S`` sections; the search is exponential in the worst case and is cut off after

@@ -291,7 +291,7 @@ def feasible(problem, capacity, *, node_limit):
     problem : dsa.Problem
     capacity : int
     node_limit : int
-        The most search nodes to spend, over all busy periods and restarts.
+        The most search nodes to spend, over all busy periods and calls.
 
     Returns
     -------
@@ -355,7 +355,8 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
 
     Capacities are probed in rounds whose node budget grows ``GROWTH``-fold. A round first probes
     the proven lower bound with every static preorder (a plan there is optimal: the common case on
-    real traces and on MiniMalloc's benchmark), then walks a grid of capacities (``STEP`` x the
+    real traces and on MiniMalloc's benchmark; each round's searches of the bound go on where the
+    last round's stopped, and the first plan or proof there ends the others), then walks a grid of capacities (``STEP`` x the
     bound apart) from one below the best peak down towards the bound, every preorder at each, with
     per-probe budgets that add up to about ``WALK`` x the budget (at least ``SCAN0`` each). A plan
     found lowers the peak (the walk goes on below it); a search that completes without a plan proves
@@ -374,7 +375,7 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
     node_limit : int, optional
         The most nodes to spend in all.
     seed : int, optional
-        Unused (the search is deterministic); accepted for a uniform strategy signature.
+        Unused (the search is deterministic under a node limit); accepted for a uniform strategy signature.
     progress : callable, optional
         Called after every probe as ``progress(event, capacity, peak, bound, nodes)`` with event
         ``"plan"`` (the peak went down), ``"proof"`` (the bound went up) or ``"probe"``.
