@@ -128,7 +128,8 @@ def test_cli_prints_the_proven_bound(tmp_path, capsys):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_node_limited_search_is_deterministic_on_any_number_of_threads(threads, monkeypatch):
-    """Probes side by side are applied in preorder order: under a node limit, the same plan every time."""
+    """Probes side by side are applied in preorder order: under a node limit, the same plan every time
+    (minimising, and deciding a capacity)."""
     from dsa.strategies import _search
 
     p = dsa.data.load("E.1048576").replace(capacity=None)
@@ -139,3 +140,9 @@ def test_a_node_limited_search_is_deterministic_on_any_number_of_threads(threads
     assert first.stats["threads"] == threads
     assert np.array_equal(first.offsets, again.offsets)
     dsa.validate(p, first)
+    # decision mode races its preorders too: under a node limit each runs its share, same plan
+    decide = [dsa.solve(p.replace(capacity=dsa.load(p)), "exact", node_limit=400_000) for _ in range(2)]
+    assert decide[0].status is dsa.Status.OPTIMAL and decide[0].stats["threads"] == threads
+    assert decide[0].stats["nodes"] == decide[1].stats["nodes"]
+    assert np.array_equal(decide[0].offsets, decide[1].offsets)
+    dsa.validate(p.replace(capacity=dsa.load(p)), decide[0])

@@ -349,6 +349,42 @@ def _probe(prep, problem, best, cap, budget, heuristic, deadline, rate, runs=Non
     return outcome, plans, nodes
 
 
+def _race(prep, problem, best, cap, share, batch, deadline, rate, runs, pool, cancel, final):
+    """Probe ``cap`` with each preorder of ``batch`` (``share`` nodes each), side by side on
+    ``pool`` when it is given, else one after the other until one plans or proves.
+
+    With ``cancel``, a proof ends the other searches (a stop flag the kernel reads every 256 nodes),
+    and so does a plan when ``final`` (a plan at ``cap`` settles the question: the bound, or a
+    decision). Returns the ``_probe`` results in preorder order.
+    """
+    stops = [np.zeros(1, np.int64) for _ in batch]
+
+    def one(j):
+        result = _probe(prep, problem, best, cap, share, batch[j], deadline, rate, runs, stops[j])
+        if cancel and (result[0] == "infeasible" or (result[0] == "found" and final)):
+            for other in stops:
+                other[0] = 1
+        return result
+
+    if pool is None or len(batch) == 1:
+        results = []
+        for j in range(len(batch)):
+            results.append(one(j))
+            if results[-1][0] != "limit":
+                break
+        return results
+    return [f.result() for f in [pool.submit(one, j) for j in range(len(batch))]]
+
+
+def _pool(width):
+    """A thread pool of ``width`` searches side by side (None for one)."""
+    if width <= 1:
+        return None
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max_workers=width, thread_name_prefix="dsa-search")
+
+
 def improve(problem, offsets, *, time_limit: float, node_limit: int | None = None, seed=None,
             progress=None):
     """Improve a plan by probing smaller capacities with a node-limited canonical search.
@@ -420,15 +456,12 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
                 or (node_limit is not None and stats["nodes"] >= node_limit))
 
     width = _threads()
-    pool = None
     if width > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
         for per in prep.periods:  # the preorders' ranks are cached before threads read them
             if per.searchable and _peak(problem, best, per.rows) > lb:  # else never probed (caps >= lb)
                 for h in HEURISTICS:
                     per._order(h)
-        pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="dsa-search")
+    pool = _pool(width)
 
     def apply(cap, outcome, plans, nodes):
         stats["nodes"] += nodes
@@ -466,14 +499,13 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
 
     def probe(cap, nb, hs, group=None):
         """Probe ``cap`` with the preorders ``hs``, in batches of ``group`` (default ``width``)
-        that the pool's ``width`` threads run side by side, until a batch plans or proves
-        something. A search of the bound goes on from where the last probe of the bound left it,
-        so the bound is probed as one batch of every preorder: a thread that ends its search takes
-        the next instead of waiting for its partner. A proof, or a plan at the bound (an optimal
-        one), tells the other searches of the batch to stop (the race; not under a node limit,
-        where every search runs its share so that the result is deterministic); below the bound
-        the others run their share, since they may plan lower still. Results are applied in
-        preorder order up to the first proof."""
+        raced on the pool (:func:`_race`), until a batch plans or proves something. A search of
+        the bound goes on from where the last probe of the bound left it, so the bound is probed as
+        one batch of every preorder: a thread that ends its search takes the next instead of
+        waiting for its partner, and a plan there (optimal) or a proof stops the others (not under
+        a node limit, where every search runs its share so that the result is deterministic).
+        Below the bound the others run their share, since they may plan lower still. Results are
+        applied in preorder order up to the first proof."""
         outcome = "limit"
         group = group or width
         for i in range(0, len(hs), group):
@@ -483,25 +515,8 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
                 share = min(nb, (node_limit - stats["nodes"]) // len(batch))
             if share <= 0 or spent():
                 return "stop"
-            stops = [np.zeros(1, np.int64) for _ in batch]
-
-            def one(j):
-                result = _probe(prep, problem, best, cap, share, batch[j], deadline, rate,
-                                runs if cap <= floor() else None, stops[j])
-                # a proof ends the race; so does a plan at the bound (optimal: nothing can beat it)
-                if cancel and (result[0] == "infeasible" or (result[0] == "found" and cap <= floor())):
-                    for other in stops:
-                        other[0] = 1
-                return result
-
-            if pool is None or len(batch) == 1:
-                results = []
-                for j in range(len(batch)):
-                    results.append(one(j))
-                    if results[-1][0] != "limit":
-                        break
-            else:
-                results = [f.result() for f in [pool.submit(one, j) for j in range(len(batch))]]
+            results = _race(prep, problem, best, cap, share, batch, deadline, rate,
+                            runs if cap <= floor() else None, pool, cancel, cap <= floor())
             for result in results:
                 apply(cap, *result)
                 if result[0] == "infeasible":

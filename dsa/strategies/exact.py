@@ -148,14 +148,8 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     nb = max(64, BUDGET0_PER_BUFFER * largest)
     runs = {}  # decision mode: each preorder's search of ``cap`` goes on where its last round stopped
 
-    def probe(c, h):
-        """One node-limited search of capacity ``c``; returns "found", "infeasible" or "limit"."""
-        lim = budget.grant(nb)
-        if lim <= 0:
-            return "stop"
-        deadline = budget.deadline
-        outcome, plans, used = _search._probe(prep, problem, state["offsets"], c, lim, h,
-                                               deadline, rate, runs)
+    def record(c, outcome, plans, used):
+        """Book one node-limited search of capacity ``c`` (outcome "found", "infeasible" or "limit")."""
         budget.spend(used)
         stats["nodes"] += used
         stats["probes"] += 1
@@ -173,25 +167,42 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
                      force=True)
         else:
             log.line(stats["nodes"], state["peak"], state["lo"], f"round {stats['rounds']}")
-        return outcome
 
     if cap is not None and state["peak"] > cap and (lo > cap or stuck > cap):
         status = Status.INFEASIBLE if lo > cap else Status.LIMIT_REACHED
     elif cap is not None and state["peak"] > cap:
-        # decision mode: a plan within cap, or a proof that there is none
-        while status is None:
-            for h in heuristics:
-                outcome = probe(cap, h)
-                if outcome == "stop" or state["peak"] <= cap or outcome == "infeasible":
-                    break
-            if state["peak"] <= cap:
-                status = Status.FEASIBLE
-            elif state["lo"] > cap:
-                status = Status.INFEASIBLE
-            elif budget.exhausted:
-                status = Status.LIMIT_REACHED
-            stats["rounds"] += 1
-            nb *= GROWTH
+        # decision mode: a plan within cap, or a proof that there is none. Every preorder's search
+        # is raced each round and resumed the next; a plan or a proof ends the race (not under a
+        # node limit, where each search runs its share so that the result is deterministic)
+        width = _search._threads()
+        pool = _search._pool(width)
+        if pool is not None:
+            for per in prep.periods:  # the preorders' ranks are cached before threads read them
+                if per.searchable:
+                    for h in heuristics:
+                        per._order(h)
+        try:
+            while status is None:
+                share = budget.grant(nb * len(heuristics)) // len(heuristics)
+                if share > 0:
+                    results = _search._race(prep, problem, state["offsets"], cap, share, heuristics,
+                                            budget.deadline, rate, runs, pool, node_limit is None, True)
+                    for result in results:
+                        record(cap, *result)
+                        if result[0] != "limit":
+                            break
+                if state["peak"] <= cap:
+                    status = Status.FEASIBLE
+                elif state["lo"] > cap:
+                    status = Status.INFEASIBLE
+                elif budget.exhausted or share <= 0:
+                    status = Status.LIMIT_REACHED
+                stats["rounds"] += 1
+                nb *= GROWTH
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
+        stats["threads"] = width
     elif cap is None and max(lo, stuck) < state["peak"]:
         def progress(event, c, new_peak, new_lo, nodes):
             state["peak"], state["lo"] = new_peak, new_lo
