@@ -355,7 +355,8 @@ def _race(prep, problem, best, cap, share, batch, deadline, rate, runs, pool, ca
 
     With ``cancel``, a proof ends the other searches (a stop flag the kernel reads every 256 nodes),
     and so does a plan when ``final`` (a plan at ``cap`` settles the question: the bound, or a
-    decision). Returns the ``_probe`` results in preorder order.
+    decision). On the pool, every search is stopped at ``deadline``. Returns the ``_probe``
+    results in preorder order.
     """
     stops = [np.zeros(1, np.int64) for _ in batch]
 
@@ -373,7 +374,14 @@ def _race(prep, problem, best, cap, share, batch, deadline, rate, runs, pool, ca
             if results[-1][0] != "limit":
                 break
         return results
-    return [f.result() for f in [pool.submit(one, j) for j in range(len(batch))]]
+    futures = [pool.submit(one, j) for j in range(len(batch))]
+    if deadline is not None:  # the calls are sized from a node rate that may be stale: at the
+        from concurrent.futures import wait  # deadline, the waiting thread stops them
+
+        if wait(futures, timeout=max(0.0, deadline - time.perf_counter())).not_done:
+            for stop in stops:
+                stop[0] = 1
+    return [f.result() for f in futures]
 
 
 def _pool(width):
