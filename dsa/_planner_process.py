@@ -141,6 +141,35 @@ def serve(idle: float = IDLE_SECONDS) -> int:
 
 
 # ------------------------------------------------------------------ the client's side
+def _interpreter() -> str:
+    """The Python interpreter to start a helper with: multiprocessing's (``sys.executable`` unless
+    ``multiprocessing.set_executable`` chose another, the standard setting for embedded
+    interpreters).
+
+    Raises :class:`PlannerUnavailable` for a frozen application, and for an executable that was not
+    chosen explicitly and is not named like Python: under uwsgi or mod_wsgi ``sys.executable`` is
+    the server's binary, which must not be started with ``-c``.
+    """
+    if getattr(sys, "frozen", False):
+        raise PlannerUnavailable("this process has no Python interpreter to start a planner process with "
+                                 "(a frozen application)")
+    from multiprocessing import spawn
+
+    python = spawn.get_executable()
+    if isinstance(python, bytes):
+        python = os.fsdecode(python)
+    if not python:
+        raise PlannerUnavailable("this process has no Python interpreter to start a planner process with "
+                                 "(sys.executable is empty)")
+    chosen = python != sys.executable  # set with multiprocessing.set_executable
+    name = os.path.basename(python).lower()
+    if not chosen and "python" not in name and "pypy" not in name:
+        raise PlannerUnavailable(f"this process has no Python interpreter to start a planner process with: "
+                                 f"sys.executable is {python!r} (an embedded interpreter?); name one with "
+                                 f"multiprocessing.set_executable()")
+    return python
+
+
 class PlannerProcess:
     """A client of one helper process, started at the first request and again after it exits.
 
@@ -155,14 +184,12 @@ class PlannerProcess:
         self._lock = threading.Lock()
 
     def _start(self) -> subprocess.Popen:
-        if not sys.executable or getattr(sys, "frozen", False):
-            # an embedded or frozen interpreter: sys.executable would not start Python
-            raise PlannerUnavailable("this process has no Python interpreter to start a planner process with")
+        python = _interpreter()
         # the helper imports with this process's sys.path, so it finds this very dsa (and numba)
         boot = (f"import sys; sys.path[:] = {list(sys.path)!r}; from dsa._planner_process import main; "
                 f"sys.exit(main(['--idle', {repr(self.idle)!r}]))")
         try:
-            proc = subprocess.Popen([sys.executable, "-c", boot], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            proc = subprocess.Popen([python, "-c", boot], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     close_fds=True)
         except OSError as exc:
             raise PlannerUnavailable(f"cannot start the planner process: {exc}") from exc

@@ -164,6 +164,38 @@ def test_a_frozen_interpreter_has_no_helper(monkeypatch):
     assert client.starts == 0
 
 
+@pytest.mark.parametrize("executable", ["", "/usr/bin/uwsgi", "/usr/sbin/httpd"])
+def test_an_embedded_interpreter_is_not_started_as_a_helper(monkeypatch, executable):
+    """Under uwsgi or mod_wsgi, sys.executable is the server's binary: starting it with ``-c`` would
+    not start Python, so the client refuses it (the adapter then plans inline) and says how to
+    name an interpreter."""
+    monkeypatch.setattr(sys, "executable", executable)
+    from multiprocessing import spawn
+
+    monkeypatch.setattr(spawn, "_python_exe", executable)
+    client = PlannerProcess()
+    with pytest.raises(PlannerUnavailable, match="no Python interpreter"):
+        client.solve(dsa.Problem([0], [1], [4]), "bump", {})
+    assert client.starts == 0
+
+
+def test_an_interpreter_named_with_multiprocessing_set_executable_is_used(monkeypatch, tmp_path):
+    """``multiprocessing.set_executable`` names the helper's interpreter, whatever its name."""
+    import multiprocessing
+
+    link = tmp_path / "embedded-interp"
+    link.symlink_to(sys.executable)
+    monkeypatch.setattr(multiprocessing.spawn, "_python_exe", multiprocessing.spawn.get_executable())
+    monkeypatch.setattr(sys, "executable", "/usr/bin/uwsgi")
+    multiprocessing.set_executable(str(link))  # undone with _python_exe by monkeypatch
+    client = PlannerProcess()
+    try:
+        assert client.solve(dsa.Problem([0, 1], [2, 3], [4, 4]), "bump", {}).peak == 8
+        assert client.starts == 1 and client._proc.args[0] == str(link)
+    finally:
+        client.close()
+
+
 def test_a_large_request_crosses_the_pipe_in_pieces(helper):
     """A problem far larger than a pipe's buffer is sent (and its plan returned) within a deadline."""
     problem = dsa.generate.random_trace(20_000, seed=5)
