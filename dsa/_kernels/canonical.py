@@ -435,20 +435,36 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
                 elif v > fx[y]:
                     ok = False
                 minoff[y] = v
-                for s in range(slo[y], shi[y]):
-                    mark[s] = stamp
         for s in range(slo[c], shi[c]):
             flog_s[ftop] = s
             flog_v[ftop] = floor[s]
             ftop += 1
             floor[s] = h
             total[s] -= sz[c]
-            mark[s] = 0
         for s in range(slo[c], shi[c] - 1):
             cuts[s] -= 1
         if ok:
-            # floors cannot be below the lowest offset of the section's unplaced buffers
+            # section inference with the floors as they are: most placements fail here, and the
+            # floor raise below only lifts floors, so it cannot save one that fails
+            for s in range(lo, hi):
+                fl = floor[s]
+                if fl < o:
+                    fl = o
+                if fl + total[s] > cap:
+                    ok = False
+                    break
+        if ok:
+            # floors cannot be below the lowest offset of the section's unplaced buffers; only the
+            # sections of neighbours whose lowest offset rose (the minoff log of this placement),
+            # outside the placed buffer's own, can rise
+            for k in range(f_m0[d], mtop):
+                y = mlog_b[k]
+                for s in range(max(slo[y], lo), min(shi[y], hi)):
+                    mark[s] = stamp
+            for s in range(slo[c], shi[c]):
+                mark[s] = 0
             limit_f = span_sum + flog_cap
+            raised = ftop
             for s in range(lo, hi):
                 if mark[s] != stamp or ftop >= limit_f:
                     continue
@@ -467,8 +483,9 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
                     flog_v[ftop] = floor[s]
                     ftop += 1
                     floor[s] = lowest
-            # section inference over the group
-            for s in range(lo, hi):
+            # section inference again where a floor rose (the others passed above)
+            for k in range(raised, ftop):
+                s = flog_s[k]
                 fl = floor[s]
                 if fl < o:
                     fl = o
