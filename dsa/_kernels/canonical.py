@@ -40,9 +40,11 @@ Only when the search is exhausted (no node limit hit) is the answer "infeasible"
 search's state lives in arrays its caller owns (:func:`new_state`), so a search stopped at its node
 limit, or by another thread's stop flag, resumes exactly where it stopped.
 
-Complexity: each node costs O(m + S + deg + sum of touched section sizes) time for ``m`` buffers
-and ``S`` sections; the search is exponential in the worst case and is cut off after
-``node_limit`` nodes. Memory is O(m + S + sum(deg) + sum(spans)) plus a bounded undo log.
+Complexity: entering a frame costs O(m) (its candidates are collected once, on a stack above its
+parent's); each try costs O(candidates + S + deg + sum of touched section sizes) for ``m``
+buffers and ``S`` sections; the search is exponential in the worst case and is cut off after
+``node_limit`` nodes. Memory is O(m^2 / 2) for the candidate stack (virtual: only the part the
+current path uses is touched) plus O(m + S + sum(deg) + sum(spans)) and a bounded undo log.
 """
 from __future__ import annotations
 
@@ -124,7 +126,7 @@ def _rerank(rank, ulist, ucount, lo, hi, slo, shi, total, keys, tpos, rk_b, rk_v
 # Layout of a search's state (see :func:`new_state`): slot 0 holds the scalars below, slot 1 the
 # ranks (re-ranked in place), the rest the arrays of the depth-first search.
 _PHASE, _RESULT, _DEPTH, _ENTERING, _RKTOP, _MTOP, _FTOP, _PTOP, _RTOP, _UCOUNT, _STAMP, _NODES = range(12)
-NSLOTS = 36
+NSLOTS = 41
 FRESH, RUNNING, DONE = 0, 1, 2
 
 
@@ -152,6 +154,8 @@ def new_state(rank, n_sections, n_adj, span_sum, flog_cap, rerank):
     st += [np.empty(m + 2, i64) for _ in range(4)]                     # 29-32: decomposition records
     st += [np.empty(S + 2 * m + 4, i64), np.empty(S + 2 * m + 4, i64)]  # 33, 34: pieces
     st += [np.empty(S + 1, i64)]                                       # 35: nonempty
+    st += [np.empty(m * (m + 1) // 2 + 1, i64)]                        # 36: candidate stack
+    st += [np.empty(m + 1, i64) for _ in range(4)]                     # 37-40: f_cs, f_ce, f_ho, f_hr
     assert len(st) == NSLOTS
     return tuple(st)
 
@@ -208,7 +212,8 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
     """
     (sc, rank, rk_b, rk_v, f_rk, f_new, off, ulist, upos, minoff, unb, floor, total, cuts,
      mlog_b, mlog_v, flog_s, flog_v, mark, piece_of, f_buf, f_lo, f_hi, f_ko, f_kr, f_mh, f_bar,
-     f_m0, f_f0, r_depth, r_pbeg, r_pend, r_pcur, p_lo, p_hi, nonempty) = state
+     f_m0, f_f0, r_depth, r_pbeg, r_pend, r_pcur, p_lo, p_hi, nonempty, cstack, f_cs, f_ce, f_ho,
+     f_hr) = state
     m = sz.size
     S = sec_ptr.size - 1
     if sc[_PHASE] == DONE:
@@ -314,44 +319,63 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
             if rerank and f_new[d]:
                 rktop = _rerank(rank, ulist, ucount, lo, hi, slo, shi, total, keys, tpos,
                                 rk_b, rk_v, rktop)
+            # the frame's candidates are fixed while it lives (every try is undone before the
+            # next): the unplaced buffers of the group with a key above the frame's start, below
+            # the dominance bound mh and not above the first determined key, whose twin is placed.
+            # They go on a stack above the parent frame's; each placement takes one off.
             mh = big
+            ho = big
+            hr = big
             for k in range(ucount):
                 y = ulist[k]
-                if fx[y] < 0 and shi[y] > lo and slo[y] < hi:
+                if shi[y] <= lo or slo[y] >= hi:
+                    continue
+                if fx[y] < 0:
                     v = minoff[y] + sz[y]
                     if v < mh:
                         mh = v
+                if fx[y] >= 0 or unb[y] == 0:
+                    yo = fx[y] if fx[y] >= 0 else minoff[y]
+                    if _key_less(yo, rank[y], ho, hr):
+                        ho = yo
+                        hr = rank[y]
             f_mh[d] = mh
-        # next candidate: smallest key above the last tried, below the first determined key
+            f_ho[d] = ho
+            f_hr[d] = hr
+            cs = f_ce[d - 1] if d > 0 else 0
+            ce = cs
+            lko = f_ko[d]
+            lkr = f_kr[d]
+            for k in range(ucount):
+                y = ulist[k]
+                if shi[y] <= lo or slo[y] >= hi:
+                    continue
+                yo = fx[y] if fx[y] >= 0 else minoff[y]
+                if not _key_less(lko, lkr, yo, rank[y]):
+                    continue
+                if yo >= mh:
+                    continue
+                if twin[y] >= 0 and off[twin[y]] < 0:
+                    continue
+                if _key_less(ho, hr, yo, rank[y]):
+                    continue
+                cstack[ce] = y
+                ce += 1
+            f_cs[d] = cs
+            f_ce[d] = ce
+        # next candidate: the smallest key left on the frame's stack (all are above the last tried)
         best = -1
+        bk = -1
         bo = big
         br = big
-        ho = big
-        hr = big
-        lko = f_ko[d]
-        lkr = f_kr[d]
-        mh = f_mh[d]
-        for k in range(ucount):
-            y = ulist[k]
-            if shi[y] <= lo or slo[y] >= hi:
-                continue
+        for k in range(f_cs[d], f_ce[d]):
+            y = cstack[k]
             yo = fx[y] if fx[y] >= 0 else minoff[y]
-            if fx[y] >= 0 or unb[y] == 0:
-                if _key_less(yo, rank[y], ho, hr):
-                    ho = yo
-                    hr = rank[y]
-            if not _key_less(lko, lkr, yo, rank[y]):
-                continue
-            if yo >= mh:
-                continue
-            if twin[y] >= 0 and off[twin[y]] < 0:
-                continue
             if _key_less(yo, rank[y], bo, br):
                 best = y
+                bk = k
                 bo = yo
                 br = rank[y]
-        if best >= 0 and _key_less(ho, hr, bo, br):
-            best = -1
         if best < 0:
             # frame exhausted: backtrack
             b = f_bar[d]
@@ -398,6 +422,8 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
             return LIMIT, nodes
         nodes += 1
         c = best
+        f_ce[d] -= 1  # off the frame's stack (the last candidate takes its place)
+        cstack[bk] = cstack[f_ce[d]]
         f_ko[d] = bo
         f_kr[d] = br
         f_buf[d] = c
