@@ -426,11 +426,32 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
         cstack[bk] = cstack[f_ce[d]]
         f_ko[d] = bo
         f_kr[d] = br
+        o = bo
+        h = o + sz[c]
+        if h > cap:
+            continue
+        # section inference with the floors as they are and c in place (c's sections get floor h
+        # and lose its size): most tries fail here, before anything is changed; the floor raise
+        # below only lifts floors, so it cannot save a try that fails
+        ca = slo[c]
+        cb = shi[c]
+        ok = True
+        for s in range(lo, hi):
+            fl = floor[s]
+            tot = total[s]
+            if ca <= s < cb:
+                fl = h
+                tot -= sz[c]
+            if fl < o:
+                fl = o
+            if fl + tot > cap:
+                ok = False
+                break
+        if not ok:
+            continue
         f_buf[d] = c
         f_m0[d] = mtop
         f_f0[d] = ftop
-        o = bo
-        h = o + sz[c]
         off[c] = o
         ucount -= 1
         last = ulist[ucount]
@@ -439,7 +460,6 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
         upos[last] = pc
         ulist[ucount] = c
         upos[c] = ucount
-        ok = h <= cap
         # neighbours: raise their lowest offsets, count their unplaced neighbours
         stamp += 1
         for kk in range(adj_ptr[c], adj_ptr[c + 1]):
@@ -469,16 +489,6 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
             total[s] -= sz[c]
         for s in range(slo[c], shi[c] - 1):
             cuts[s] -= 1
-        if ok:
-            # section inference with the floors as they are: most placements fail here, and the
-            # floor raise below only lifts floors, so it cannot save one that fails
-            for s in range(lo, hi):
-                fl = floor[s]
-                if fl < o:
-                    fl = o
-                if fl + total[s] > cap:
-                    ok = False
-                    break
         if ok:
             # floors cannot be below the lowest offset of the section's unplaced buffers; only the
             # sections of neighbours whose lowest offset rose (the minoff log of this placement),
