@@ -112,11 +112,14 @@ def test_each_serving_thread_gets_its_own_binding(mlp):
         want = net(x)
         m(x)  # planned here: both threads then replay (two threads planning at once would race to install)
     results, errors = [], []
+    both = threading.Barrier(2, timeout=60)  # both threads alive at once: a finished thread's id may be reused
 
     def serve():
         try:
             with torch.inference_mode():
-                results.extend(torch.equal(m(x), want) for _ in range(20))
+                results.append(torch.equal(m(x), want))
+                both.wait()
+                results.extend(torch.equal(m(x), want) for _ in range(19))
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
