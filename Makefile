@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test bench bench-exact bench-peers bench-memory bench-profile bench-latency docs docs-figures clean
+.PHONY: demo test bench bench-exact bench-mip bench-peers bench-memory bench-profile bench-latency docs docs-figures clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,12 @@ bench-peers: $(PY)
 		--out docs/results/peers_exact_2threads
 	$(PY) benchmarks/peers_exact.py --peer-python $(PEERS_VENV)/bin/python --time-limit 20 --threads 8 \
 		--out docs/results/peers_exact_8threads
+
+# opt-in: exact against the mip strategy (HiGHS) on windows of 20-40 buffers of the challenging
+# instances, 20 s per window each (about 1 minute). Writes docs/results/exact_vs_mip.{json,md}.
+bench-mip: $(PY)
+	$(PIP) -e ".[mip]"
+	$(PY) benchmarks/exact_vs_mip.py --per-instance 4 --time-limit 20 --out docs/results/exact_vs_mip
 
 # opt-in: peak RSS of a fresh serving process, eager vs attach planning in its helper process or inline
 # (about 7 minutes). Writes docs/results/planner_memory.{json,md}.
