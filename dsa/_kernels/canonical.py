@@ -126,7 +126,7 @@ def _rerank(rank, ulist, ucount, lo, hi, slo, shi, total, keys, tpos, rk_b, rk_v
 # Layout of a search's state (see :func:`new_state`): slot 0 holds the scalars below, slot 1 the
 # ranks (re-ranked in place), the rest the arrays of the depth-first search.
 _PHASE, _RESULT, _DEPTH, _ENTERING, _RKTOP, _MTOP, _FTOP, _PTOP, _RTOP, _UCOUNT, _STAMP, _NODES = range(12)
-NSLOTS = 41
+NSLOTS = 38
 FRESH, RUNNING, DONE = 0, 1, 2
 
 
@@ -150,12 +150,12 @@ def new_state(rank, n_sections, n_adj, span_sum, flog_cap, rerank):
     flen = 2 * span_sum + flog_cap + 2
     st += [np.empty(flen, i64), np.empty(flen, i64)]                   # 16, 17: floor undo log
     st += [np.empty(S, i64), np.empty(S, i64)]                         # 18, 19: mark, piece_of
-    st += [np.empty(m + 1, i64) for _ in range(9)]                     # 20-28: frames
-    st += [np.empty(m + 2, i64) for _ in range(4)]                     # 29-32: decomposition records
-    st += [np.empty(S + 2 * m + 4, i64), np.empty(S + 2 * m + 4, i64)]  # 33, 34: pieces
-    st += [np.empty(S + 1, i64)]                                       # 35: nonempty
-    st += [np.empty(m * (m + 1) // 2 + 1, i64)]                        # 36: candidate stack
-    st += [np.empty(m + 1, i64) for _ in range(4)]                     # 37-40: f_cs, f_ce, f_ho, f_hr
+    st += [np.empty(m + 1, i64) for _ in range(8)]                     # 20-27: frames
+    st += [np.empty(m + 2, i64) for _ in range(4)]                     # 28-31: decomposition records
+    st += [np.empty(S + 2 * m + 4, i64), np.empty(S + 2 * m + 4, i64)]  # 32, 33: pieces
+    st += [np.empty(S + 1, i64)]                                       # 34: nonempty
+    st += [np.empty(m * (m + 1) // 2 + 1, i64)]                        # 35: candidate stack
+    st += [np.empty(m + 1, i64), np.empty(m + 1, i64)]                 # 36, 37: f_cs, f_ce
     assert len(st) == NSLOTS
     return tuple(st)
 
@@ -211,9 +211,8 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
         Placements tried in this call.
     """
     (sc, rank, rk_b, rk_v, f_rk, f_new, off, ulist, upos, minoff, unb, floor, total, cuts,
-     mlog_b, mlog_v, flog_s, flog_v, mark, piece_of, f_buf, f_lo, f_hi, f_ko, f_kr, f_mh, f_bar,
-     f_m0, f_f0, r_depth, r_pbeg, r_pend, r_pcur, p_lo, p_hi, nonempty, cstack, f_cs, f_ce, f_ho,
-     f_hr) = state
+     mlog_b, mlog_v, flog_s, flog_v, mark, piece_of, f_buf, f_lo, f_hi, f_ko, f_kr, f_bar,
+     f_m0, f_f0, r_depth, r_pbeg, r_pend, r_pcur, p_lo, p_hi, nonempty, cstack, f_cs, f_ce) = state
     m = sz.size
     S = sec_ptr.size - 1
     if sc[_PHASE] == DONE:
@@ -339,9 +338,6 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
                     if _key_less(yo, rank[y], ho, hr):
                         ho = yo
                         hr = rank[y]
-            f_mh[d] = mh
-            f_ho[d] = ho
-            f_hr[d] = hr
             cs = f_ce[d - 1] if d > 0 else 0
             ce = cs
             lko = f_ko[d]
