@@ -21,11 +21,8 @@ the JSON alone.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
-import os
-import platform
 import statistics
 import sys
 import time
@@ -34,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 import dsa
+from _results import provenance, write_results  # this script's folder is on sys.path
 
 
 def window(problem, rng, lo: int, hi: int, tries: int = 200):
@@ -145,14 +143,9 @@ def main(argv=None) -> int:
             rows.append(row)
             print(f"{row['window']}: n={row['n']} exact {row['exact']['status']} {row['exact']['time_s']:.4f}s | "
                   f"highs {row['highs']['status']} {row['highs']['time_s']:.3f}s", file=sys.stderr, flush=True)
-    doc = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-           "machine": f"{platform.platform()}, {os.cpu_count()} cores",
-           "command": "python benchmarks/exact_vs_mip.py " + " ".join(argv), "time_limit": args.time_limit,
-           "seed": args.seed, "rows": rows, "draws": draws}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(doc, indent=1))
-    args.out.with_suffix(".md").write_text(report(doc))
-    print(f"wrote {args.out.with_suffix('.md')}", file=sys.stderr)
+    doc = {**provenance("exact_vs_mip.py", argv), "time_limit": args.time_limit, "seed": args.seed,
+           "rows": rows, "draws": draws}
+    write_results(args.out, doc, report)
     return 0
 
 

@@ -15,16 +15,15 @@ time; the totals); ``--report OUT.json`` rewrites the Markdown from the JSON alo
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import dsa
+from _results import provenance, write_results  # this script's folder is on sys.path
 
 # runs inside the peer's environment: reads a MiniMalloc CSV, prints one JSON line
 PEER_SCRIPT = r"""
@@ -118,14 +117,9 @@ def main(argv=None) -> int:
         print(f"{name}: dsa {sol.peak} {sol.status.value} {elapsed:.2f}s | supermalloc "
               + (f"{peer['peak']} proved={peer['proved_optimal']} {peer['time_s']:.2f}s" if peer.get("ok")
                  else peer.get("error")), file=sys.stderr, flush=True)
-    doc = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-           "machine": f"{platform.platform()}, {os.cpu_count()} cores",
-           "command": "python benchmarks/peers_exact.py " + " ".join(argv), "time_limit": args.time_limit,
-           "threads": args.threads, "peer_version": version, "rows": rows}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(doc, indent=1))
-    args.out.with_suffix(".md").write_text(report(doc))
-    print(f"wrote {args.out.with_suffix('.md')}", file=sys.stderr)
+    doc = {**provenance("peers_exact.py", argv), "time_limit": args.time_limit, "threads": args.threads,
+           "peer_version": version, "rows": rows}
+    write_results(args.out, doc, report)
     return 0
 
 

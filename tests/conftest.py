@@ -5,7 +5,10 @@ with ``HYPOTHESIS_PROFILE=dev``.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
+from pathlib import Path
 
 import numpy as np
 from hypothesis import HealthCheck, settings
@@ -20,6 +23,19 @@ settings.register_profile("dev", deadline=None, max_examples=20,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 ALIGNMENTS = (1, 2, 4, 8)
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_benchmark(name: str):
+    """Import ``benchmarks/<name>.py`` as module ``name``, with the benchmarks folder on ``sys.path``
+    (as when the script runs) so that its imports of sibling modules work."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @st.composite

@@ -1,23 +1,16 @@
 """benchmarks/exact_vs_mip.py: its windows of the challenging instances and its report."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import dsa
-
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "exact_vs_mip.py"
+from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def evm():
-    spec = importlib.util.spec_from_file_location("exact_vs_mip", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("exact_vs_mip")
 
 
 def test_a_window_holds_the_buffers_that_meet_it_clipped_to_it(evm):

@@ -2,27 +2,17 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+from conftest import BENCHMARKS as BENCH
+from conftest import load_benchmark
 
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-report = _load("_latency_report")
+report = load_benchmark("_latency_report")
 MB = 1024  # kB
 
 
@@ -140,7 +130,7 @@ def test_geomean():
 
 def test_report_mode_regenerates_markdown_and_plots(tmp_path):
     pytest.importorskip("matplotlib")
-    study = _load("latency_study")
+    study = load_benchmark("latency_study")
     src = tmp_path / "in.json"
     src.write_text(json.dumps(DOC))
     assert study.main(["--report", str(src), "--out-dir", str(tmp_path / "out")]) == 0
@@ -151,7 +141,7 @@ def test_report_mode_regenerates_markdown_and_plots(tmp_path):
 
 
 def test_grid_and_presets():
-    study = _load("latency_study")
+    study = load_benchmark("latency_study")
     quick = study.grid({**study.PRESETS["quick"], "allocators": ("glibc",)})
     assert len(quick) == 2 * 2 * 2  # models x sizes x serving
     default = study.grid(study.PRESETS["default"])

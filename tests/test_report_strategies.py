@@ -1,21 +1,16 @@
 """benchmarks/report_strategies.py on a tiny hand-made pytest-benchmark report."""
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "report_strategies.py"
+from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def rs():
-    spec = importlib.util.spec_from_file_location("report_strategies", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("report_strategies")
 
 
 def _bench(suite, instance, strategy, n, load, peak, median, *, status="feasible", valid=True, kind="heuristic"):

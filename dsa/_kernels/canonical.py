@@ -79,6 +79,18 @@ def _undo(c, off, minoff, floor, total, cuts, unb, sz, slo, shi, adj_ptr, adj,
 
 
 @njit(cache=True)
+def _keep_nonempty(nonempty, p_lo, p_hi, ptop, npieces):
+    """Keep the pieces ``ptop ..`` whose ``nonempty`` flag is set, in order; returns how many."""
+    k = 0
+    for q in range(npieces):
+        if nonempty[q]:
+            p_lo[ptop + k] = p_lo[ptop + q]
+            p_hi[ptop + k] = p_hi[ptop + q]
+            k += 1
+    return k
+
+
+@njit(cache=True)
 def _rerank(rank, ulist, ucount, lo, hi, slo, shi, total, keys, tpos, rk_b, rk_v, rktop):
     """Re-rank the unplaced buffers of the group ``[lo, hi)`` by the static preorder ``keys`` (larger
     first, row by row), with row ``tpos`` replaced by the largest *current* section total the buffer
@@ -277,12 +289,7 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
             nonempty[piece_of[slo[i]]] = 1
         r_depth[0] = -1
         r_pbeg[0] = ptop
-        k = 0
-        for q in range(npieces):
-            if nonempty[q]:
-                p_lo[ptop + k] = p_lo[ptop + q]
-                p_hi[ptop + k] = p_hi[ptop + q]
-                k += 1
+        k = _keep_nonempty(nonempty, p_lo, p_hi, ptop, npieces)
         r_pend[0] = ptop + k
         r_pcur[0] = ptop
         ptop += k
@@ -562,12 +569,7 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
                 if shi[y] > lo and slo[y] < hi:
                     nonempty[piece_of[slo[y]]] = 1
                     left += 1
-            k = 0
-            for q in range(npieces):
-                if nonempty[q]:
-                    p_lo[ptop + k] = p_lo[ptop + q]
-                    p_hi[ptop + k] = p_hi[ptop + q]
-                    k += 1
+            k = _keep_nonempty(nonempty, p_lo, p_hi, ptop, npieces)
             if k == 1:
                 nlo = p_lo[ptop]
                 nhi = p_hi[ptop]
