@@ -141,6 +141,24 @@ def test_a_stop_flag_ends_a_search_that_goes_on_later():
     assert (status, used) == (0, per.search(cap, 10**6, "TAW")[1])
 
 
+def test_loading_the_kernel_is_not_taken_from_the_time_limit(monkeypatch):
+    """A fresh process compiles the kernel at its first search (seconds); the threads' deadline
+    must not count it, or they are stopped before they search at all (seen on CI)."""
+    import time
+
+    real = _search.warm
+
+    def slow_load():
+        time.sleep(1.0)
+        real()
+
+    monkeypatch.setattr(_search, "warm", slow_load)
+    p = dsa.data.load("E.1048576").replace(capacity=None)
+    start = dsa.solve(p, "greedy_by_size").offsets
+    out, stats = _search.improve(p, start, time_limit=0.5)
+    assert stats["nodes"] > 0 and dsa.solution.plan_peak(p, out) == dsa.load(p)
+
+
 def test_search_keeps_a_plan_it_cannot_improve_and_stops_on_large_periods():
     big = dsa.generate.random_trace(3000, seed=0)  # one busy period of more than MAX_BUFFERS rows
     start = dsa.solve(big, "greedy_by_size").offsets

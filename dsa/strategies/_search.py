@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-__all__ = ["improve", "feasible"]
+__all__ = ["improve", "feasible", "warm"]
 
 MAX_BUFFERS = 2000          # larger busy periods are left as they are
 MAX_DEGREE_SUM = 2_000_000  # bound on the number of (buffer, time-neighbour) pairs of a period
@@ -165,6 +165,23 @@ class _Period:
                                          int(cap), int(node_limit), FLOOR_LOG, out, keys,
                                          heuristic.find("T"), twins, RERANK, state, stop)
         return int(status), int(nodes), out
+
+
+_warm = []
+
+
+def warm() -> None:
+    """Load the search kernel now (compile it, or read it from numba's cache: a one-off cost of up to
+    several seconds per process) by a search of one buffer, with the argument types of every search.
+
+    Callers do this before their clock starts: a search raced in threads is stopped at its
+    deadline, and one stopped while the kernel compiles would have spent its whole time on that.
+    """
+    if not _warm:
+        from dsa.problem import Problem
+
+        _Prepared(Problem([0], [1], [1])).periods[0].search(1, 1, HEURISTICS[0])
+        _warm.append(True)
 
 
 def _twins(ident, rank, free, slo, shi, sz, al):
@@ -451,6 +468,9 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
     if peak <= max(lb, stuck):
         stats["time"] = time.perf_counter() - t0
         return best, stats
+    w0 = time.perf_counter()
+    warm()  # the kernel's one-off load is not taken from the time limit
+    deadline += time.perf_counter() - w0
     rate = [2e5]
     if deadline == math.inf:
         deadline = None

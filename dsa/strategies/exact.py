@@ -174,6 +174,7 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
         # decision mode: a plan within cap, or a proof that there is none. Every preorder's search
         # is raced each round and resumed the next; a plan or a proof ends the race (not under a
         # node limit, where each search runs its share so that the result is deterministic)
+        _search.warm()  # loading the kernel does not count (budget.deadline moves by the load time)
         width = _search._threads()
         pool = _search._pool(width)
         if pool is not None:
