@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -32,7 +33,9 @@ def _row(i: int, ids: Sequence | None) -> str:
 
 def _as_int_column(values: Any, name: str, n: int | None, ids, *, allow_free: bool = False) -> np.ndarray:
     """Convert one column to int64, rejecting NaN, infinities, fractions, bools and non-numbers."""
-    if np.ma.isMaskedArray(values):
+    # a masked array exists only once numpy.ma is imported; np.ma would import it (about 0.5 MB of
+    # Python objects that an attached model's serving process would keep for nothing)
+    if "numpy.ma" in sys.modules and np.ma.isMaskedArray(values):
         masked = np.ma.getmaskarray(values)
         if masked.any():
             i = int(np.argmax(masked))
