@@ -287,6 +287,18 @@ def test_lifetimes_and_fixed_buffers_stay_within_the_limit():
         Problem([0], [1], [8], fixed_offsets=[2**62 - 4])
 
 
+def test_building_a_problem_does_not_import_numpy_ma():
+    """A masked array cannot exist before numpy.ma is imported, so the check must not import it
+    (about 0.5 MB that an attached model's serving process would keep)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy, dsa; dsa.validate(dsa.Problem([0, 1], [2, 3], [4, 5]), [0, 4]); "
+            "print('numpy.ma' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_masked_values_are_refused_not_read_through():
     sizes = np.ma.array([4, -5], mask=[False, True])
     with raises(r"row 1: size is masked"):
