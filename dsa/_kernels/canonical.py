@@ -329,22 +329,12 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
             # next): the unplaced buffers of the group with a key above the frame's start, below
             # the dominance bound mh and not above the first determined key, whose twin is placed.
             # They go on a stack above the parent frame's; each placement takes one off.
+            # one pass over the unplaced buffers of the group: the dominance bound mh, the first
+            # determined key (ho, hr), and the buffers above the frame's start whose twin is
+            # placed; a second pass over those few drops the ones mh or (ho, hr) rule out
             mh = big
             ho = big
             hr = big
-            for k in range(ucount):
-                y = ulist[k]
-                if shi[y] <= lo or slo[y] >= hi:
-                    continue
-                if fx[y] < 0:
-                    v = minoff[y] + sz[y]
-                    if v < mh:
-                        mh = v
-                if fx[y] >= 0 or unb[y] == 0:
-                    yo = fx[y] if fx[y] >= 0 else minoff[y]
-                    if _key_less(yo, rank[y], ho, hr):
-                        ho = yo
-                        hr = rank[y]
             cs = f_ce[d - 1] if d > 0 else 0
             ce = cs
             lko = f_ko[d]
@@ -353,17 +343,31 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
                 y = ulist[k]
                 if shi[y] <= lo or slo[y] >= hi:
                     continue
-                yo = fx[y] if fx[y] >= 0 else minoff[y]
-                if not _key_less(lko, lkr, yo, rank[y]):
-                    continue
-                if yo >= mh:
-                    continue
+                if fx[y] >= 0:
+                    yo = fx[y]
+                else:
+                    yo = minoff[y]
+                    v = yo + sz[y]
+                    if v < mh:
+                        mh = v
+                if fx[y] >= 0 or unb[y] == 0:
+                    if _key_less(yo, rank[y], ho, hr):
+                        ho = yo
+                        hr = rank[y]
+                if yo >= mh or not _key_less(lko, lkr, yo, rank[y]):
+                    continue  # (mh only falls during the pass)
                 if twin[y] >= 0 and off[twin[y]] < 0:
-                    continue
-                if _key_less(ho, hr, yo, rank[y]):
                     continue
                 cstack[ce] = y
                 ce += 1
+            w = cs
+            for k in range(cs, ce):
+                y = cstack[k]
+                yo = fx[y] if fx[y] >= 0 else minoff[y]
+                if yo < mh and not _key_less(ho, hr, yo, rank[y]):
+                    cstack[w] = y
+                    w += 1
+            ce = w
             f_cs[d] = cs
             f_ce[d] = ce
         # next candidate: the smallest key left on the frame's stack (all are above the last tried)
