@@ -6,11 +6,12 @@ model. The torch adapter therefore plans in a helper: a second Python process th
 solves, and sends the plan back, while the served process only validates it (:mod:`dsa.overlap`
 checks plans without numba) and replays it.
 
-Protocol: a request or a reply is an 8-byte little-endian length and a pickle. A request is
-``{"id", "problem", "strategy", "options"}``; a reply is ``{"id", "ok": True, "solution",
-"warnings"}`` or ``{"id", "ok": False, "kind", "error"}``, with the request's id; the solution's ``stats["planner_process_hwm_kb"]`` is the
-helper's peak resident memory so far. The helper exits when its input closes (its client is gone) or
-after ``idle`` seconds without a request; the client starts a new one when it next needs it.
+Protocol: a request or a reply is an 8-byte little-endian length and a pickle. A request is ``{"id",
+"problem", "strategy", "options"}``; a reply is ``{"id", "ok": True, "solution", "warnings"}`` or
+``{"id", "ok": False, "kind", "error"}``, with the request's id; the solution's
+``stats["planner_process_hwm_kb"]`` is the helper's peak resident memory so far. The helper exits
+when its input closes (its client is gone) or after ``idle`` seconds without a request; the client
+starts a new one when it next needs it.
 
 The helper's plan is never trusted: :meth:`PlannerProcess.solve` returns the helper's raw
 solution, and the caller validates it in its own process (as the adapter does).

@@ -417,13 +417,14 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
     Capacities are probed in rounds whose node budget grows ``GROWTH``-fold. A round first probes
     the proven lower bound with every static preorder (a plan there is optimal: the common case on
     real traces and on MiniMalloc's benchmark; each round's searches of the bound go on where the
-    last round's stopped, and the first plan or proof there ends the others), then walks a grid of capacities (``STEP`` x the
-    bound apart) from one below the best peak down towards the bound, every preorder at each, with
-    per-probe budgets that add up to about ``WALK`` x the budget (at least ``SCAN0`` each). A plan
-    found lowers the peak (the walk goes on below it); a search that completes without a plan proves
-    a lower bound; the walk of a round ends after ``MISSES`` capacities in a row that no preorder
-    planned within its budget (the next round, with larger budgets, starts again from the top).
-    Which capacities are cheap to plan is erratic, so many small probes beat a few large ones.
+    last round's stopped, and the first plan or proof there ends the others), then walks a grid of
+    capacities (``STEP`` x the bound apart) from one below the best peak down towards the bound,
+    every preorder at each, with per-probe budgets that add up to about ``WALK`` x the budget (at
+    least ``SCAN0`` each). A plan found lowers the peak (the walk goes on below it); a search that
+    completes without a plan proves a lower bound; the walk of a round ends after ``MISSES``
+    capacities in a row that no preorder planned within its budget (the next round, with larger
+    budgets, starts again from the top). Which capacities are cheap to plan is erratic, so many
+    small probes beat a few large ones.
 
     Parameters
     ----------
