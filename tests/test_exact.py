@@ -126,6 +126,21 @@ def test_cli_prints_the_proven_bound(tmp_path, capsys):
     assert "optimal" in out and "7" in out
 
 
+def test_a_raced_search_gives_the_same_plan_every_time(monkeypatch):
+    """Without a node limit the preorders race, but a plan at the bound stops only later preorders:
+    the first preorder that plans within its share wins whichever thread finishes first. On A
+    both TWA and TCA plan at LOAD; the plan must not depend on which one gets there first."""
+    from dsa.strategies import _search
+
+    monkeypatch.setattr(_search, "THREADS", 2)
+    p = dsa.data.load("A.1048576").replace(capacity=None)
+    plans = [dsa.solve(p, "exact", time_limit=60) for _ in range(3)]
+    assert all(s.status is dsa.Status.OPTIMAL and s.stats["threads"] == 2 for s in plans)
+    assert all(np.array_equal(plans[0].offsets, s.offsets) for s in plans[1:])
+    decided = [dsa.solve(p.replace(capacity=dsa.load(p)), "exact", time_limit=60) for _ in range(3)]
+    assert all(np.array_equal(decided[0].offsets, s.offsets) for s in decided[1:])
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_node_limited_search_is_deterministic_on_any_number_of_threads(threads, monkeypatch):
     """Probes side by side are applied in preorder order: under a node limit, the same plan every time

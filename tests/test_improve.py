@@ -166,6 +166,16 @@ def test_search_keeps_a_plan_it_cannot_improve_and_stops_on_large_periods():
     assert np.array_equal(out, start) and stats["nodes"] == 0 and stats["time"] < 5.0
 
 
+@pytest.mark.parametrize("node_limit", [1, 3, 4_999])
+def test_a_node_limit_too_small_to_share_ends_the_search(node_limit):
+    """Fewer nodes left than preorders in a batch give each search 0: the search must end there,
+    not start round after round with nothing to spend (it looped, its budget growing without end)."""
+    p = dsa.data.load("A.1048576").replace(capacity=None)
+    start = dsa.solve(p, "greedy_by_size").offsets
+    out, stats = _search.improve(p, start, time_limit=60.0, node_limit=node_limit)
+    assert stats["nodes"] <= node_limit + len(p) and _valid(p, out)
+
+
 def test_search_honours_a_node_limit():
     p = dsa.data.load("A.1048576").replace(capacity=None)
     start = dsa.solve(p, "greedy_by_size").offsets

@@ -371,16 +371,21 @@ def _race(prep, problem, best, cap, share, batch, deadline, rate, runs, pool, ca
     ``pool`` when it is given, else one after the other until one plans or proves.
 
     With ``cancel``, a proof ends the other searches (a stop flag the kernel reads every 256 nodes),
-    and so does a plan when ``final`` (a plan at ``cap`` settles the question: the bound, or a
-    decision). On the pool, every search is stopped at ``deadline``. Returns the ``_probe``
-    results in preorder order.
+    and when ``final`` (a plan at ``cap`` settles the question: the bound, or a decision) a plan
+    ends the searches of *later* preorders: earlier ones run their share, so the first preorder that
+    plans within its share wins whichever thread finishes first, and the answer does not depend on
+    timing. On the pool, every search is stopped at ``deadline``. Returns the ``_probe`` results in
+    preorder order; see :func:`_usable` for which of their plans may be used.
     """
     stops = [np.zeros(1, np.int64) for _ in batch]
 
     def one(j):
         result = _probe(prep, problem, best, cap, share, batch[j], deadline, rate, runs, stops[j])
-        if cancel and (result[0] == "infeasible" or (result[0] == "found" and final)):
+        if cancel and result[0] == "infeasible":
             for other in stops:
+                other[0] = 1
+        elif cancel and result[0] == "found" and final:
+            for other in stops[j + 1:]:
                 other[0] = 1
         return result
 
@@ -399,6 +404,20 @@ def _race(prep, problem, best, cap, share, batch, deadline, rate, runs, pool, ca
             for stop in stops:
                 stop[0] = 1
     return [f.result() for f in futures]
+
+
+def _usable(results):
+    """The plans of raced ``results`` that do not depend on timing, as ``(outcome, plans, nodes)``
+    in preorder order: none once a search proved the capacity infeasible (the proof settles it,
+    and the searches it stopped stopped at a moment that depends on timing); otherwise those up to
+    the first search that planned or proved (later ones may have been stopped by it)."""
+    if any(r[0] == "infeasible" for r in results):
+        return [(r[0], {}, r[2]) for r in results]
+    out, decided = [], False
+    for outcome, plans, nodes in results:
+        out.append((outcome, {} if decided else plans, nodes))
+        decided = decided or outcome != "limit"
+    return out
 
 
 def _pool(width):
@@ -516,7 +535,7 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
     # bound (walk probes start afresh: the grid below the incumbent moves as it falls, and many
     # small fresh probes of changing capacities find plans more often than a few deep ones)
     runs = {}
-    cancel = node_limit is None  # under a node limit, no early ends: the result stays deterministic
+    cancel = node_limit is None  # under a node limit every search runs its share (same node counts)
 
     def prune():
         """Forget searches of capacities that will not be probed again (at or above the peak, or
@@ -531,10 +550,10 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
         raced on the pool (:func:`_race`), until a batch plans or proves something. A search of
         the bound goes on from where the last probe of the bound left it, so the bound is probed as
         one batch of every preorder: a thread that ends its search takes the next instead of
-        waiting for its partner, and a plan there (optimal) or a proof stops the others (not under
-        a node limit, where every search runs its share so that the result is deterministic).
-        Below the bound the others run their share, since they may plan lower still. Results are
-        applied in preorder order up to the first proof."""
+        waiting for its partner, a plan there (optimal) stops the later preorders and a proof all
+        others (not under a node limit, where every search runs its share). Below the bound the
+        others run their share, since they may plan lower still. Results are applied in preorder
+        order (:func:`_usable`), so the plan does not depend on which thread finished first."""
         outcome = "limit"
         group = group or width
         for i in range(0, len(hs), group):
@@ -546,10 +565,8 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
                 return "stop"
             results = _race(prep, problem, best, cap, share, batch, deadline, rate,
                             runs if cap <= floor() else None, pool, cancel, cap <= floor())
-            for result in results:
+            for result in _usable(results):
                 apply(cap, *result)
-                if result[0] == "infeasible":
-                    break
             prune()
             decided = [r[0] for r in results if r[0] != "limit"][:1]
             if decided == ["infeasible"]:
@@ -563,8 +580,10 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
 
     try:
         while floor() < state["peak"] and not spent():
-            # 1. the bound itself, with every preorder
-            probe(floor(), budget, HEURISTICS, len(HEURISTICS))
+            # 1. the bound itself, with every preorder ("stop": the time is up, or too few nodes are
+            #    left to give each search one)
+            if probe(floor(), budget, HEURISTICS, len(HEURISTICS)) == "stop":
+                break
             if floor() >= state["peak"] or spent():
                 break
             # 2. a grid from just below the incumbent down towards the bound, every preorder at
@@ -580,6 +599,8 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
                 misses = misses + 1 if outcome == "limit" else 0
                 cap = min(cap - step, state["peak"] - 1)
             stats["rounds"] = stats.get("rounds", 0) + 1
+            if outcome == "stop":
+                break
             budget *= GROWTH
     finally:
         if pool is not None:

@@ -172,8 +172,8 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
         status = Status.INFEASIBLE if lo > cap else Status.LIMIT_REACHED
     elif cap is not None and state["peak"] > cap:
         # decision mode: a plan within cap, or a proof that there is none. Every preorder's search
-        # is raced each round and resumed the next; a plan or a proof ends the race (not under a
-        # node limit, where each search runs its share so that the result is deterministic)
+        # is raced each round and resumed the next; a proof ends the race, a plan the later
+        # preorders' searches (not under a node limit, where each search runs its share)
         _search.warm()  # loading the kernel does not count (budget.deadline moves by the load time)
         width = _search._threads()
         pool = _search._pool(width)
@@ -188,10 +188,8 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
                 if share > 0:
                     results = _search._race(prep, problem, state["offsets"], cap, share, heuristics,
                                             budget.deadline, rate, runs, pool, node_limit is None, True)
-                    for result in results:
+                    for result in _search._usable(results):
                         record(cap, *result)
-                        if result[0] != "limit":
-                            break
                 if state["peak"] <= cap:
                     status = Status.FEASIBLE
                 elif state["lo"] > cap:
