@@ -1,10 +1,13 @@
 """What every results-writing benchmark script shares: the provenance of a run and writing it out.
 
 A script's document (a dict) carries ``date``, ``machine`` and ``command`` (:func:`provenance`), and
-:func:`write_results` writes it as ``OUT.json`` beside its Markdown report ``OUT.md``.
+:func:`write_results` writes it as ``OUT.json`` beside its Markdown report ``OUT.md``. Scripts that
+run one child process per (model, batch, size) configuration take their grid options from
+:func:`grid_parser`.
 """
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import os
@@ -27,3 +30,18 @@ def write_results(out: Path, doc: dict, report) -> None:
     out.with_suffix(".json").write_text(json.dumps(doc, indent=1))
     out.with_suffix(".md").write_text(report(doc))
     print(f"wrote {out.with_suffix('.md')}", file=sys.stderr)
+
+
+def grid_parser(description: str, *, models, batches, sizes) -> argparse.ArgumentParser:
+    """A parser with the options of a per-configuration script: ``--one CFG`` (internal: measure one
+    configuration in this process), ``--models``, ``--batches``, ``--sizes`` (comma-separated, with
+    these defaults) and ``--out-dir`` (default ``docs/results``). The script adds its own options."""
+    from latency_study import _ints  # this folder is on sys.path, as for every script here
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    ap.add_argument("--models", type=lambda t: tuple(t.split(",")), default=tuple(models))
+    ap.add_argument("--batches", type=_ints, default=tuple(batches))
+    ap.add_argument("--sizes", type=_ints, default=tuple(sizes))
+    ap.add_argument("--out-dir", type=Path, default=Path(__file__).resolve().parent.parent / "docs" / "results")
+    return ap

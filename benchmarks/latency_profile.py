@@ -25,12 +25,9 @@ Usage::
 """
 from __future__ import annotations
 
-import argparse
 import collections
-import datetime
 import json
 import os
-import platform
 import shutil
 import signal
 import subprocess
@@ -40,7 +37,6 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 CATEGORIES = ("page faults and zeroing (kernel)", "allocator", "memset / memcpy", "ATen kernels",
               "oneDNN JIT code", "Python and dispatch", "other")
 # (mode, allocator) columns, in the order of the report
@@ -189,17 +185,13 @@ def report(doc: dict) -> str:
 
 def main(argv=None) -> int:
     sys.path.insert(0, str(HERE))
-    from latency_study import _ints
+    from _results import grid_parser, provenance, write_results
 
     argv = sys.argv[1:] if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--one", help=argparse.SUPPRESS)
-    ap.add_argument("--models", type=lambda t: tuple(t.split(",")), default=("unet", "mobilenet", "mobilenet_v2"))
-    ap.add_argument("--batches", type=_ints, default=(8,))
-    ap.add_argument("--sizes", type=_ints, default=(224,))
+    ap = grid_parser(__doc__.splitlines()[0], models=("unet", "mobilenet", "mobilenet_v2"), batches=(8,),
+                     sizes=(224,))
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--frequency", type=int, default=999)
-    ap.add_argument("--out-dir", type=Path, default=ROOT / "docs" / "results")
     args = ap.parse_args(argv)
     if args.one:
         print(json.dumps(measure(json.loads(args.one))))
@@ -225,13 +217,9 @@ def main(argv=None) -> int:
                     print(f"{model} b{batch} {size} {mode} {allocator}: "
                           + (f"{row['ms_per_call']:.1f} ms, {row['by_category']}" if row["ok"] else "FAILED"),
                           file=sys.stderr, flush=True)
-    doc = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "machine": f"{platform.platform()}, "
-           f"{os.cpu_count()} cores", "command": "python benchmarks/latency_profile.py " + " ".join(argv),
-           "seconds": args.seconds, "frequency": args.frequency, "rows": rows}
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    (args.out_dir / "latency_profile.json").write_text(json.dumps(doc, indent=1))
-    (args.out_dir / "latency_profile.md").write_text(report(doc))
-    print(f"wrote {args.out_dir / 'latency_profile.md'}", file=sys.stderr)
+    doc = {**provenance("latency_profile.py", argv), "seconds": args.seconds, "frequency": args.frequency,
+           "rows": rows}
+    write_results(args.out_dir / "latency_profile", doc, report)
     return 0
 
 

@@ -21,11 +21,8 @@ Usage::
 """
 from __future__ import annotations
 
-import argparse
-import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -33,7 +30,6 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 MODELS = ("resnet", "mobilenet", "transformer", "gru", "inplace_views", "multi_output", "unet", "mobilenet_v2")
 MODES = ("eager", "eager-tcmalloc", "process", "inline")
 
@@ -144,17 +140,12 @@ def report(doc: dict) -> str:
 
 def main(argv=None) -> int:
     sys.path.insert(0, str(HERE))
-    from latency_study import _ints
+    from _results import grid_parser, provenance, write_results
 
     argv = sys.argv[1:] if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--one", help=argparse.SUPPRESS)
-    ap.add_argument("--models", type=lambda t: tuple(t.split(",")), default=MODELS)
-    ap.add_argument("--batches", type=_ints, default=(1, 8))
-    ap.add_argument("--sizes", type=_ints, default=(64, 224))
+    ap = grid_parser(__doc__.splitlines()[0], models=MODELS, batches=(1, 8), sizes=(64, 224))
     ap.add_argument("--calls", type=int, default=5)
     ap.add_argument("--timeout", type=float, default=600.0)
-    ap.add_argument("--out-dir", type=Path, default=ROOT / "docs" / "results")
     args = ap.parse_args(argv)
     if args.one:
         print(json.dumps(measure(json.loads(args.one))))
@@ -171,13 +162,8 @@ def main(argv=None) -> int:
                     rows.append(row)
                     print(f"{model} b{batch} {size} {mode}: " + (f"+{row['growth_mb']:.1f} MB, first "
                           f"{row['first_call_s']:.2f} s" if row["ok"] else "FAILED"), file=sys.stderr, flush=True)
-    doc = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "command": "python benchmarks/planner_memory.py "
-           + " ".join(argv), "machine": f"{platform.platform()}, {os.cpu_count()} cores", "calls": args.calls,
-           "rows": rows}
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    (args.out_dir / "planner_memory.json").write_text(json.dumps(doc, indent=1))
-    (args.out_dir / "planner_memory.md").write_text(report(doc))
-    print(f"wrote {args.out_dir / 'planner_memory.md'}", file=sys.stderr)
+    doc = {**provenance("planner_memory.py", argv), "calls": args.calls, "rows": rows}
+    write_results(args.out_dir / "planner_memory", doc, report)
     return 0
 
 
