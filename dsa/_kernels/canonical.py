@@ -22,7 +22,12 @@ below can cut away the last stable plan:
   current key; if such a key is below the last placement's key the node is dead, and no candidate
   with a larger key is tried (this generalises MiniMalloc's "hatless" pruning);
 * section inference: for every section of the group, ``max(floor, offset) + unplaced sizes <= cap``;
-  the floor is raised to the lowest possible offset of the section's unplaced buffers;
+  the floor is raised to the lowest possible offset of the section's unplaced buffers. Every
+  accepted placement leaves ``floor + unplaced sizes <= cap`` in all sections of its group, so a
+  try at offset ``o`` passes the rule exactly when ``o`` plus the group's largest section total
+  fits (on the tried buffer's own sections, ``o + size + total - size`` is the same sum): the
+  frame drops the candidates that fail when it collects them, and only the sections whose floor a
+  placement raised are checked again;
 * decomposition: a group whose remaining buffers split at section boundaries that no unplaced buffer
   crosses is solved piece by piece; if one piece has no plan, the whole group has none and the
   search jumps back past the other pieces.
@@ -40,8 +45,8 @@ Only when the search is exhausted (no node limit hit) is the answer "infeasible"
 search's state lives in arrays its caller owns (:func:`new_state`), so a search stopped at its node
 limit, or by another thread's stop flag, resumes exactly where it stopped.
 
-Complexity: entering a frame costs O(m) (its candidates are collected once, on a stack above its
-parent's); each try costs O(candidates + S + deg + sum of touched section sizes) for ``m``
+Complexity: entering a frame costs O(m + S) (its candidates are collected once, on a stack above
+its parent's); each try costs O(candidates + S + deg + sum of touched section sizes) for ``m``
 buffers and ``S`` sections; the search is exponential in the worst case and is cut off after
 ``node_limit`` nodes. Memory is O(m^2 / 2) for the candidate stack (virtual: only the part the
 current path uses is touched) plus O(m + S + sum(deg) + sum(spans)) and a bounded undo log.
@@ -138,8 +143,23 @@ def _rerank(rank, ulist, ucount, lo, hi, slo, shi, total, keys, tpos, rk_b, rk_v
 # Layout of a search's state (see :func:`new_state`): slot 0 holds the scalars below, slot 1 the
 # ranks (re-ranked in place), the rest the arrays of the depth-first search.
 _PHASE, _RESULT, _DEPTH, _ENTERING, _RKTOP, _MTOP, _FTOP, _PTOP, _RTOP, _UCOUNT, _STAMP, _NODES = range(12)
-NSLOTS = 38
+NSLOTS = 40
 FRESH, RUNNING, DONE = 0, 1, 2
+
+
+@njit(cache=True)
+def _pause(sc, depth, rktop, mtop, ftop, ptop, rtop, ucount, stamp, nodes):
+    """Keep the scalars of a search stopped before its next try (it resumes there)."""
+    sc[_DEPTH] = depth
+    sc[_ENTERING] = 0
+    sc[_RKTOP] = rktop
+    sc[_MTOP] = mtop
+    sc[_FTOP] = ftop
+    sc[_PTOP] = ptop
+    sc[_RTOP] = rtop
+    sc[_UCOUNT] = ucount
+    sc[_STAMP] = stamp
+    sc[_NODES] += nodes
 
 
 def new_state(rank, n_sections, n_adj, span_sum, flog_cap, rerank):
@@ -168,6 +188,8 @@ def new_state(rank, n_sections, n_adj, span_sum, flog_cap, rerank):
     st += [np.empty(S + 1, i64)]                                       # 34: nonempty
     st += [np.empty(m * (m + 1) // 2 + 1, i64)]                        # 35: candidate stack
     st += [np.empty(m + 1, i64), np.empty(m + 1, i64)]                 # 36, 37: f_cs, f_ce
+    st += [np.empty(S, i64)]                                           # 38: sections to raise
+    st += [np.empty(m + 1, i64)]                                       # 39: f_vt
     assert len(st) == NSLOTS
     return tuple(st)
 
@@ -224,7 +246,8 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
     """
     (sc, rank, rk_b, rk_v, f_rk, f_new, off, ulist, upos, minoff, unb, floor, total, cuts,
      mlog_b, mlog_v, flog_s, flog_v, mark, piece_of, f_buf, f_lo, f_hi, f_ko, f_kr, f_bar,
-     f_m0, f_f0, r_depth, r_pbeg, r_pend, r_pcur, p_lo, p_hi, nonempty, cstack, f_cs, f_ce) = state
+     f_m0, f_f0, r_depth, r_pbeg, r_pend, r_pcur, p_lo, p_hi, nonempty, cstack, f_cs, f_ce,
+     rlist, f_vt) = state
     m = sz.size
     S = sec_ptr.size - 1
     if sc[_PHASE] == DONE:
@@ -332,6 +355,14 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
             # one pass over the unplaced buffers of the group: the dominance bound mh, the first
             # determined key (ho, hr), and the buffers above the frame's start whose twin is
             # placed; a second pass over those few drops the ones mh or (ho, hr) rule out
+            # the section inference of a try at offset o fails exactly when o + (the largest
+            # section total of the group) > cap: every placement keeps floor + total <= cap in
+            # its group, and a try lifts no floor of the group above o except its own sections,
+            # where h + total - size = o + total (see the invariant in the module docstring)
+            tmax = 0
+            for s in range(lo, hi):
+                if total[s] > tmax:
+                    tmax = total[s]
             mh = big
             ho = big
             hr = big
@@ -361,13 +392,18 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
                 cstack[ce] = y
                 ce += 1
             w = cs
+            vt = 0
             for k in range(cs, ce):
                 y = cstack[k]
                 yo = fx[y] if fx[y] >= 0 else minoff[y]
                 if yo < mh and not _key_less(ho, hr, yo, rank[y]):
-                    cstack[w] = y
-                    w += 1
+                    if yo + tmax > cap:
+                        vt += 1  # fails the section inference: counted, never tried
+                    else:
+                        cstack[w] = y
+                        w += 1
             ce = w
+            f_vt[d] = vt
             f_cs[d] = cs
             f_ce[d] = ce
         # next candidate: the smallest key left on the frame's stack (all are above the last tried)
@@ -383,6 +419,17 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
                 bk = k
                 bo = yo
                 br = rank[y]
+        if best < 0 and f_vt[d] > 0:
+            # the candidates that fail the section inference have the largest keys of the frame:
+            # they count as tried nodes now, in bulk (so node counts and node-limited stops are
+            # those of trying them one by one), and are never placed
+            if nodes >= node_limit or stop[0] != 0:
+                _pause(sc, depth, rktop, mtop, ftop, ptop, rtop, ucount, stamp, nodes)
+                return LIMIT, nodes
+            t = min(f_vt[d], node_limit - nodes)
+            nodes += t
+            f_vt[d] -= t
+            continue
         if best < 0:
             # frame exhausted: backtrack
             b = f_bar[d]
@@ -416,16 +463,7 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
             continue
         if nodes >= node_limit or ((nodes & 255) == 0 and stop[0] != 0):
             # stop before placing: a later call recomputes this same candidate and goes on
-            sc[_DEPTH] = depth
-            sc[_ENTERING] = 0
-            sc[_RKTOP] = rktop
-            sc[_MTOP] = mtop
-            sc[_FTOP] = ftop
-            sc[_PTOP] = ptop
-            sc[_RTOP] = rtop
-            sc[_UCOUNT] = ucount
-            sc[_STAMP] = stamp
-            sc[_NODES] += nodes
+            _pause(sc, depth, rktop, mtop, ftop, ptop, rtop, ucount, stamp, nodes)
             return LIMIT, nodes
         nodes += 1
         c = best
@@ -437,25 +475,7 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
         h = o + sz[c]
         if h > cap:
             continue
-        # section inference with the floors as they are and c in place (c's sections get floor h
-        # and lose its size): most tries fail here, before anything is changed; the floor raise
-        # below only lifts floors, so it cannot save a try that fails
-        ca = slo[c]
-        cb = shi[c]
         ok = True
-        for s in range(lo, hi):
-            fl = floor[s]
-            tot = total[s]
-            if ca <= s < cb:
-                fl = h
-                tot -= sz[c]
-            if fl < o:
-                fl = o
-            if fl + tot > cap:
-                ok = False
-                break
-        if not ok:
-            continue
         f_buf[d] = c
         f_m0[d] = mtop
         f_f0[d] = ftop
@@ -500,17 +520,22 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
             # floors cannot be below the lowest offset of the section's unplaced buffers; only the
             # sections of neighbours whose lowest offset rose (the minoff log of this placement),
             # outside the placed buffer's own, can rise
+            for s in range(slo[c], shi[c]):
+                mark[s] = stamp
+            nr = 0
             for k in range(f_m0[d], mtop):
                 y = mlog_b[k]
                 for s in range(max(slo[y], lo), min(shi[y], hi)):
-                    mark[s] = stamp
-            for s in range(slo[c], shi[c]):
-                mark[s] = 0
+                    if mark[s] != stamp:
+                        mark[s] = stamp
+                        rlist[nr] = s
+                        nr += 1
             limit_f = span_sum + flog_cap
             raised = ftop
-            for s in range(lo, hi):
-                if mark[s] != stamp or ftop >= limit_f:
-                    continue
+            for q in range(nr):
+                s = rlist[q]
+                if ftop >= limit_f:
+                    break
                 lowest = big
                 fs = floor[s]
                 for kk in range(sec_ptr[s], sec_ptr[s + 1]):
@@ -526,7 +551,8 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
                     flog_v[ftop] = floor[s]
                     ftop += 1
                     floor[s] = lowest
-            # section inference again where a floor rose (the others passed above)
+            # section inference where a floor rose (elsewhere it holds: the frame kept only
+            # candidates with o + the largest section total <= cap)
             for k in range(raised, ftop):
                 s = flog_s[k]
                 fl = floor[s]
