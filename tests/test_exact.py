@@ -142,21 +142,23 @@ def test_a_raced_search_gives_the_same_plan_every_time(monkeypatch):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_a_node_limited_search_is_deterministic_on_any_number_of_threads(threads, monkeypatch):
+@pytest.mark.parametrize("name", ["E", "A"])  # planned by the first look at the bound; by improve
+def test_a_node_limited_search_is_deterministic_on_any_number_of_threads(name, threads, monkeypatch):
     """Probes side by side are applied in preorder order: under a node limit, the same plan every time
     (minimising, and deciding a capacity)."""
     from dsa.strategies import _search
 
-    p = dsa.data.load("E.1048576").replace(capacity=None)
+    p = dsa.data.load(f"{name}.1048576").replace(capacity=None)
     monkeypatch.setattr(_search, "THREADS", threads)
-    first = dsa.solve(p, "exact", node_limit=400_000)
-    again = dsa.solve(p, "exact", node_limit=400_000)
+    first = dsa.solve(p, "exact", node_limit=1_000_000)
+    again = dsa.solve(p, "exact", node_limit=1_000_000)
+    assert (first.stats["portfolio_peak"] is None) == (name == "E")
     assert first.status is dsa.Status.OPTIMAL and first.peak == dsa.load(p)
     assert first.stats["threads"] == threads
     assert np.array_equal(first.offsets, again.offsets)
     dsa.validate(p, first)
     # decision mode races its preorders too: under a node limit each runs its share, same plan
-    decide = [dsa.solve(p.replace(capacity=dsa.load(p)), "exact", node_limit=400_000) for _ in range(2)]
+    decide = [dsa.solve(p.replace(capacity=dsa.load(p)), "exact", node_limit=1_000_000) for _ in range(2)]
     assert decide[0].status is dsa.Status.OPTIMAL and decide[0].stats["threads"] == threads
     assert decide[0].stats["nodes"] == decide[1].stats["nodes"]
     assert np.array_equal(decide[0].offsets, decide[1].offsets)

@@ -141,6 +141,46 @@ def test_a_stop_flag_ends_a_search_that_goes_on_later():
     assert (status, used) == (0, per.search(cap, 10**6, "TAW")[1])
 
 
+@given(problem=problems(max_n=7))
+@settings(max_examples=200)
+def test_the_first_look_plans_at_the_bound_or_not_at_all(problem):
+    """A plan from the first look is valid and its peak is the bound; where the optimum is above
+    the bound it finds nothing."""
+    prep = _search._Prepared(problem)
+    offsets, nodes, searches = _search.first_look(problem, prep)
+    bound = _search._bound(problem, prep)
+    if offsets is not None:
+        assert _valid(problem, offsets) and dsa.solution.plan_peak(problem, offsets) == bound
+    if _optimum(problem) > bound:
+        assert offsets is None
+    assert searches <= len(_search.HEURISTICS) and (nodes > 0) == (searches > 0)
+
+
+def test_improve_goes_on_with_the_searches_of_the_first_look(monkeypatch):
+    """When the first look does not plan, improve's probes of the bound resume its searches (no
+    search of the bound starts afresh); without them improve starts its own."""
+    import dsa._kernels.canonical as kernel
+
+    monkeypatch.setattr(_search, "THREADS", 1)
+    p = dsa.data.load("A.1048576").replace(capacity=None)  # planned at LOAD after ~67k nodes
+    prep = _search._Prepared(p)
+    runs = {}
+    offsets, nodes, searches = _search.first_look(p, prep, runs=runs)
+    m = max(len(per.rows) for per in prep.periods)
+    assert offsets is None and searches == len(_search.HEURISTICS) == len(runs)
+    assert nodes == searches * _search.FIRST_LOOK * m
+    fresh = []
+    real = kernel.new_state
+    _search.warm()  # (its search of one buffer is not one of these)
+    monkeypatch.setattr(kernel, "new_state", lambda *a: fresh.append(a) or real(*a))
+    start = dsa.solve(p, "best", improve=False).offsets
+    bound_only = len(_search.HEURISTICS) * max(_search.BUDGET0, 2 * m)  # round 1's probe of the bound
+    _, stats = _search.improve(p, start, time_limit=60, node_limit=bound_only, prep=prep, runs=runs)
+    assert stats["nodes"] == bound_only and fresh == []
+    _, stats = _search.improve(p, start, time_limit=60, node_limit=bound_only)
+    assert stats["nodes"] == bound_only and len(fresh) == len(_search.HEURISTICS)
+
+
 def test_loading_the_kernel_is_not_taken_from_the_time_limit(monkeypatch):
     """A fresh process compiles the kernel at its first search (seconds); the threads' deadline
     must not count it, or they are stopped before they search at all (seen on CI)."""

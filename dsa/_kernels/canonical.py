@@ -46,7 +46,7 @@ search's state lives in arrays its caller owns (:func:`new_state`), so a search 
 limit, or by another thread's stop flag, resumes exactly where it stopped.
 
 Complexity: entering a frame costs O(m + S) (its candidates are collected once, on a stack above
-its parent's); each try costs O(candidates + S + deg + sum of touched section sizes) for ``m``
+its parent's); each try costs O(candidates + deg + sum of touched section sizes) for ``m``
 buffers and ``S`` sections; the search is exponential in the worst case and is cut off after
 ``node_limit`` nodes. Memory is O(m^2 / 2) for the candidate stack (virtual: only the part the
 current path uses is touched) plus O(m + S + sum(deg) + sum(spans)) and a bounded undo log.

@@ -41,6 +41,8 @@ HEURISTICS = ("TAW", "TWA", "TWC", "TCA")
 SYMMETRY = True            # identical buffers are placed in rank order
 RERANK = 1                 # 0: static ranks; 1: re-rank new pieces (dynamic T); 2: also narrowed groups
 BUDGET0 = 1000             # nodes per probe of the bound in the first round (x GROWTH each round)
+FIRST_LOOK = 100           # nodes per buffer of the largest period for each preorder's first look at
+                           # the bound, before any incumbent is made (see first_look)
 STEP = 0.005               # grid step of the capacities probed, as a fraction of the lower bound
 SCAN0 = 1000               # least nodes per probe of the grid walk below the incumbent
 GROWTH = 3                 # the probe budget is multiplied by this after every round
@@ -250,6 +252,70 @@ def _lower(problem, rows):
     return load
 
 
+def _bound(problem, prep):
+    """The lower bound the searches start from: the largest period's LOAD and fixed ends, and the
+    fixed offsets of zero-size rows."""
+    lb = max((_lower(problem, per.rows) for per in prep.periods), default=0)
+    zero = problem.sizes == 0
+    if zero.any():  # a fixed zero-size row also sets a floor for the peak
+        lb = max(lb, int(prep.base[zero].max()))
+    return lb
+
+
+def first_look(problem, prep, *, deadline=None, node_limit=None, runs=None):
+    """Search the lower bound before any incumbent is made: a plan there is optimal.
+
+    Every static preorder gets ``FIRST_LOOK`` nodes per buffer of the largest period, raced as in
+    :func:`improve`'s probes of the bound (the first preorder that plans within its share wins, so
+    the plan does not depend on timing). On real traces and on MiniMalloc's benchmark the optimum
+    is usually the bound and one of the preorders reaches it within a few nodes per buffer, which
+    makes the heuristic portfolio that would give the incumbent the larger cost; when the look
+    fails, its searches are kept in ``runs`` and :func:`improve`, given the same ``prep`` and
+    ``runs``, goes on with them (nothing is searched twice).
+
+    Returns
+    -------
+    offsets : numpy.ndarray or None
+        A plan whose peak is the bound, or None.
+    nodes : int
+        Nodes explored.
+    searches : int
+        Node-limited searches run (one per preorder, or fewer when one proved the bound infeasible).
+    """
+    if not prep.periods or not all(per.searchable for per in prep.periods):
+        return None, 0, 0
+    lb = _bound(problem, prep)
+    share = FIRST_LOOK * max(len(per.rows) for per in prep.periods)
+    if node_limit is not None:
+        share = min(share, int(node_limit) // len(HEURISTICS))
+    if share <= 0 or (deadline is not None and time.perf_counter() >= deadline):
+        return None, 0, 0
+    width = _threads()
+    if width > 1:
+        for per in prep.periods:  # the preorders' ranks are cached before threads read them
+            for h in HEURISTICS:
+                per._order(h)
+    unplanned = np.full(problem.n, lb + 1, np.int64)  # every period is above the bound
+    pool = _pool(width)
+    try:
+        results = _race(prep, problem, unplanned, lb, share, HEURISTICS, deadline, [2e5],
+                        runs, pool, node_limit is None, True)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    nodes = sum(r[2] for r in results)
+    offsets = prep.base.copy()
+    planned = set()
+    for _, plans, _ in _usable(results):
+        for pi, out in plans.items():
+            if pi not in planned:
+                offsets[prep.periods[pi].rows] = out
+                planned.add(pi)
+    if len(planned) < len(prep.periods):
+        return None, nodes, len(results)
+    return offsets, nodes, len(results)
+
+
 def _decide(prep, cap, node_limit, periods, heuristics=HEURISTICS, deadline=None, rate=None):
     """Round-robin search of capacity ``cap`` over ``periods`` (indices into prep.periods).
 
@@ -430,7 +496,7 @@ def _pool(width):
 
 
 def improve(problem, offsets, *, time_limit: float, node_limit: int | None = None, seed=None,
-            progress=None):
+            progress=None, prep=None, runs=None):
     """Improve a plan by probing smaller capacities with a node-limited canonical search.
 
     Capacities are probed in rounds whose node budget grows ``GROWTH``-fold. A round first probes
@@ -460,6 +526,9 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
     progress : callable, optional
         Called after every probe as ``progress(event, capacity, peak, bound, nodes)`` with event
         ``"plan"`` (the peak went down), ``"proof"`` (the bound went up) or ``"probe"``.
+    prep, runs : optional
+        The problem's prepared busy periods and the searches :func:`first_look` left in ``runs``
+        (both from the same call), so that the probes of the bound go on with them.
 
     Returns
     -------
@@ -474,12 +543,11 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
     t0 = time.perf_counter()
     deadline = t0 + float(time_limit)
     best = np.array(offsets, dtype=np.int64, copy=True)
-    prep = _Prepared(problem)
+    if prep is None:
+        prep = _Prepared(problem)
     zero = problem.sizes == 0
     best[zero] = prep.base[zero]  # zero-size rows: offset 0, or their fixed offset
-    lb = max((_lower(problem, per.rows) for per in prep.periods), default=0)
-    if zero.any():  # a fixed zero-size row also sets a floor for the peak
-        lb = max(lb, int(prep.base[zero].max()))
+    lb = _bound(problem, prep)
     peak = _peak(problem, best)
     stats = {"nodes": 0, "probes": [], "proven_lower_bound": min(lb, peak), "peak": peak,
              "time": 0.0}
@@ -534,7 +602,7 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
     # searches of the bound stopped at their node limit, resumed by the next round's probe of the
     # bound (walk probes start afresh: the grid below the incumbent moves as it falls, and many
     # small fresh probes of changing capacities find plans more often than a few deep ones)
-    runs = {}
+    runs = {} if runs is None else runs
     cancel = node_limit is None  # under a node limit every search runs its share (same node counts)
 
     def prune():

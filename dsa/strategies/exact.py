@@ -10,10 +10,13 @@ already determined, dynamic decomposition into independent time ranges and symme
 identical buffers prune the tree. A search that ends without exhausting its node budget is a proof:
 "no plan with peak <= C".
 
-Minimisation (no capacity given). The incumbent comes from the cheap portfolio of
-:mod:`dsa.strategies.best` (without its improvement phase); the proven lower bound ``lo`` starts at
-LOAD (and the end of the highest fixed buffer). Then :func:`dsa.strategies._search.improve` (the
-improvement phase of ``best`` too) runs rounds with a node budget that grows threefold from round to round:
+Minimisation (no capacity given). The proven lower bound ``lo`` starts at LOAD (and the end of the
+highest fixed buffer). A first look (:func:`dsa.strategies._search.first_look`) searches ``lo``
+itself with every preorder, 100 nodes per buffer each: a plan there is optimal and ends the call.
+Otherwise the incumbent comes from the cheap portfolio of :mod:`dsa.strategies.best` (without its
+improvement phase), and :func:`dsa.strategies._search.improve` (the improvement phase of ``best``
+too) runs rounds with a node budget that grows threefold from round to round, its searches of
+``lo`` going on from where the first look left them:
 
 1. probe ``lo`` with every static preorder: a plan there is optimal; a completed search raises
    ``lo`` by one;
@@ -110,7 +113,8 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
         ``lower_bound`` is the bound the search proved (the peak itself when OPTIMAL, ``C + 1``
         when a capacity ``C`` is proven infeasible). ``stats``: ``nodes``, ``gap`` (unproven part of
         the peak), ``probes`` (the number of node-limited searches), ``proofs`` (capacities proven
-        infeasible, at most 20 listed), ``portfolio_peak``, ``rounds`` and ``search_s``.
+        infeasible, at most 20 listed), ``portfolio_peak`` (None when the first look planned at
+        the bound, so that no portfolio ran), ``rounds``, ``threads`` and ``search_s``.
 
     Examples
     --------
@@ -126,16 +130,31 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     budget = Budget(time_limit, node_limit)
     log = _Log(verbose, t0)
     bound = lower_bound(problem, sweep=sweep)
-    start = best.solve(problem, improve=False, seed=seed, sweep=sweep)
-    offsets = np.asarray(start.offsets, dtype=np.int64).copy()
     prep = _search._Prepared(problem)
-    zero = problem.sizes == 0
-    offsets[zero] = prep.base[zero]  # zero-size rows: offset 0 or their fixed offset
-    peak = plan_peak(problem, offsets)
-    stats = {"portfolio_peak": peak, "nodes": 0, "probes": 0, "proofs": [], "rounds": 0}
-    log.header(problem, bound, peak)
     cap = problem.capacity
     lo = bound
+    runs = {}  # searches of the bound (minimising) or of cap (deciding), resumed round to round
+    first, used, searches = None, 0, 0
+    if cap is None:  # a plan at the bound needs no incumbent (see _search.first_look)
+        _search.warm()  # loading the kernel does not count (budget.deadline moves by the load time)
+        first, used, searches = _search.first_look(problem, prep, deadline=budget.deadline,
+                                                   node_limit=node_limit, runs=runs)
+        budget.spend(used)
+        lo = max(lo, _search._bound(problem, prep))
+    if first is not None:
+        offsets, portfolio_peak = first, None
+    else:
+        start = best.solve(problem, improve=False, seed=seed, sweep=sweep)
+        offsets = np.asarray(start.offsets, dtype=np.int64).copy()
+        zero = problem.sizes == 0
+        offsets[zero] = prep.base[zero]  # zero-size rows: offset 0 or their fixed offset
+        portfolio_peak = plan_peak(problem, offsets)
+    peak = plan_peak(problem, offsets)
+    stats = {"portfolio_peak": portfolio_peak, "nodes": used, "probes": searches,
+             "proofs": [], "rounds": 0, "threads": _search._threads()}
+    log.header(problem, bound, peak)
+    if first is not None:
+        log.line(used, peak, peak, "plan found at the bound", force=True)
     state = {"offsets": offsets, "peak": peak, "lo": lo}
     # a period too large to search keeps its portfolio plan: no capacity below its peak can be
     # reached (or disproved) by the search
@@ -146,7 +165,6 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     heuristics = _search.HEURISTICS
     status = None
     nb = max(64, BUDGET0_PER_BUFFER * largest)
-    runs = {}  # decision mode: each preorder's search of ``cap`` goes on where its last round stopped
 
     def record(c, outcome, plans, used):
         """Book one node-limited search of capacity ``c`` (outcome "found", "infeasible" or "limit")."""
@@ -213,12 +231,13 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
 
         left = budget.remaining()
         out, info = _search.improve(problem, state["offsets"], time_limit=left,
-                                    node_limit=node_limit, progress=progress)
+                                    node_limit=None if node_limit is None else node_limit - used,
+                                    progress=progress, prep=prep, runs=runs)
         state["offsets"] = out
         state["peak"] = plan_peak(problem, out)
         state["lo"] = max(state["lo"], int(info["proven_lower_bound"]))
-        stats["nodes"] = info["nodes"]
-        stats["probes"] = len(info["probes"])
+        stats["nodes"] = used + info["nodes"]
+        stats["probes"] += len(info["probes"])
         stats["rounds"] = info.get("rounds", 0)
         stats["threads"] = info.get("threads", 1)
         if max(state["lo"], stuck) < state["peak"]:
