@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 import dsa
-from _results import provenance, write_results  # this script's folder is on sys.path
+from _results import provenance, warm_exact, write_results  # this script's folder is on sys.path
 
 
 def window(problem, rng, lo: int, hi: int, tries: int = 200):
@@ -113,8 +113,7 @@ def main(argv=None) -> int:
     from dsa.strategies import best
 
     # load the kernels and the MIP backend first, so that no window's time includes it
-    warm = dsa.data.load("C.1048576").replace(capacity=None)
-    dsa.solve(warm, "exact", time_limit=5)
+    warm_exact()
     dsa.solve(dsa.generate.random_trace(25, seed=0), "mip", time_limit=5)
     rng = np.random.default_rng(args.seed)
     rows, draws = [], {}

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import dsa
-from _results import provenance, write_results  # this script's folder is on sys.path
+from _results import provenance, warm_exact, write_results  # this script's folder is on sys.path
 
 # runs inside the peer's environment: reads a MiniMalloc CSV, prints one JSON line
 PEER_SCRIPT = r"""
@@ -94,8 +94,7 @@ def main(argv=None) -> int:
         return 0
     if not args.peer_python:
         ap.error("--peer-python is needed to run the comparison")
-    # load the kernels first, so that no instance's time includes compiling them
-    dsa.solve(dsa.data.load("C.1048576").replace(capacity=None), "exact", time_limit=5)
+    warm_exact()  # no instance's time includes loading a kernel
     wanted = set(args.instances.split(",")) if args.instances else None
     rows, version = [], None
     for path in dsa.data.paths("minimalloc"):

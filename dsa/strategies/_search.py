@@ -269,9 +269,11 @@ def first_look(problem, prep, *, deadline=None, node_limit=None, runs=None):
     :func:`improve`'s probes of the bound (the first preorder that plans within its share wins, so
     the plan does not depend on timing). On real traces and on MiniMalloc's benchmark the optimum
     is usually the bound and one of the preorders reaches it within a few nodes per buffer, which
-    makes the heuristic portfolio that would give the incumbent the larger cost; when the look
-    fails, its searches are kept in ``runs`` and :func:`improve`, given the same ``prep`` and
-    ``runs``, goes on with them (nothing is searched twice).
+    makes the heuristic portfolio that would give the incumbent the larger cost. When the look
+    fails, its searches are kept in ``runs`` (keyed as :meth:`_Period.search` keys them), and the
+    probes of the bound that follow (:func:`improve`'s, given the same ``prep`` and ``runs``; the
+    rounds of ``exact``'s decision mode when the capacity is the bound) go on with them: nothing
+    is searched twice.
 
     Returns
     -------
@@ -280,7 +282,8 @@ def first_look(problem, prep, *, deadline=None, node_limit=None, runs=None):
     nodes : int
         Nodes explored.
     searches : int
-        Node-limited searches run (one per preorder, or fewer when one proved the bound infeasible).
+        Node-limited searches run: one per preorder (fewer on one thread, where the first plan or
+        proof ends the look).
     """
     if not prep.periods or not all(per.searchable for per in prep.periods):
         return None, 0, 0

@@ -33,7 +33,9 @@ Probing the bound first suits the common case where the optimum equals LOAD (it 
 a few hundred thousand nodes on MiniMalloc's challenging instances); the descending probes make the
 search anytime when it does not.
 
-Decision mode (``problem.capacity`` set, as ``dsa.solve(..., capacity=C)`` does). The search stops
+Decision mode (``problem.capacity`` set, as ``dsa.solve(..., capacity=C)`` does). When ``C`` is at
+least the bound, the first look at the bound comes first (a plan there is optimal, so within ``C``);
+then the portfolio's plan is taken if it fits. Otherwise the search stops
 at the first plan within ``C`` (status FEASIBLE, or OPTIMAL when it meets the bound), or proves that
 none exists (status INFEASIBLE, ``lower_bound = C + 1``, the portfolio's plan is returned for
 inspection), or runs out of budget (LIMIT_REACHED).
@@ -132,15 +134,14 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     bound = lower_bound(problem, sweep=sweep)
     prep = _search._Prepared(problem)
     cap = problem.capacity
-    lo = bound
+    lo = max(bound, _search._bound(problem, prep))
     runs = {}  # searches of the bound (minimising) or of cap (deciding), resumed round to round
     first, used, searches = None, 0, 0
-    if cap is None:  # a plan at the bound needs no incumbent (see _search.first_look)
+    if cap is None or cap >= lo:  # a plan at the bound is optimal and needs no incumbent
         _search.warm()  # loading the kernel does not count (budget.deadline moves by the load time)
         first, used, searches = _search.first_look(problem, prep, deadline=budget.deadline,
                                                    node_limit=node_limit, runs=runs)
         budget.spend(used)
-        lo = max(lo, _search._bound(problem, prep))
     if first is not None:
         offsets, portfolio_peak = first, None
     else:
@@ -154,7 +155,7 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
              "proofs": [], "rounds": 0, "threads": _search._threads()}
     log.header(problem, bound, peak)
     if first is not None:
-        log.line(used, peak, peak, "plan found at the bound", force=True)
+        log.line(used, peak, lo, "plan found at the bound", force=True)
     state = {"offsets": offsets, "peak": peak, "lo": lo}
     # a period too large to search keeps its portfolio plan: no capacity below its peak can be
     # reached (or disproved) by the search
