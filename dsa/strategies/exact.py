@@ -33,9 +33,10 @@ Probing the bound first suits the common case where the optimum equals LOAD (it 
 a few hundred thousand nodes on MiniMalloc's challenging instances); the descending probes make the
 search anytime when it does not.
 
-Decision mode (``problem.capacity`` set, as ``dsa.solve(..., capacity=C)`` does). When ``C`` is at
-least the bound, the first look at the bound comes first (a plan there is optimal, so within ``C``);
-then the portfolio's plan is taken if it fits. Otherwise the search stops
+Decision mode (``problem.capacity`` set, as ``dsa.solve(..., capacity=C)`` does). When ``C`` is the
+bound, the first look comes first (it is the first round of the decision's own search, so nothing is
+lost when it fails; above the bound a failed look would be wasted, and the portfolio's plan often
+fits there); then the portfolio's plan is taken if it fits. Otherwise the search stops
 at the first plan within ``C`` (status FEASIBLE, or OPTIMAL when it meets the bound), or proves that
 none exists (status INFEASIBLE, ``lower_bound = C + 1``, the portfolio's plan is returned for
 inspection), or runs out of budget (LIMIT_REACHED).
@@ -137,7 +138,7 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     lo = max(bound, _search._bound(problem, prep))
     runs = {}  # searches of the bound (minimising) or of cap (deciding), resumed round to round
     first, used, searches = None, 0, 0
-    if cap is None or cap >= lo:  # a plan at the bound is optimal and needs no incumbent
+    if cap is None or cap == lo:  # a plan at the bound is optimal and needs no incumbent
         _search.warm()  # loading the kernel does not count (budget.deadline moves by the load time)
         first, used, searches = _search.first_look(problem, prep, deadline=budget.deadline,
                                                    node_limit=node_limit, runs=runs)
