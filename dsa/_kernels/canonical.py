@@ -21,13 +21,17 @@ below can cut away the last stable plan:
 * determined buffers: a fixed buffer, or one with no unplaced time-neighbour, ends at exactly its
   current key; if such a key is below the last placement's key the node is dead, and no candidate
   with a larger key is tried (this generalises MiniMalloc's "hatless" pruning);
-* section inference: for every section of the group, ``max(floor, offset) + unplaced sizes <= cap``;
-  the floor is raised to the lowest possible offset of the section's unplaced buffers. Every
-  accepted placement leaves ``floor + unplaced sizes <= cap`` in all sections of its group, so a
-  try at offset ``o`` passes the rule exactly when ``o`` plus the group's largest section total
-  fits (on the tried buffer's own sections, ``o + size + total - size`` is the same sum): the
-  frame drops the candidates that fail when it collects them, and only the sections whose floor a
-  placement raised are checked again;
+* section inference: in every section of the group, the unplaced buffers go at or above a *floor*
+  (the offset of the last placement, since keys only grow in a group, and the lowest offset any of
+  them can still take), and their sizes must fit between it and ``cap``. Two cheap tests decide it
+  exactly. (1) ``o`` plus the group's largest section total must fit, for a try at offset ``o``
+  (on the tried buffer's own sections, ``o + size + total - size`` is the same sum): the frame drops
+  the candidates that fail when it collects them. (2) After a placement, a section fails only where
+  a neighbour's lowest offset rose, and only if no unplaced buffer there can still go at or below
+  ``cap - total``: those sections are scanned for one, and a neighbour whose new lowest offset
+  plus the group's largest total fits cannot make any of its sections fail. Every accepted
+  placement leaves each section of its group with such a buffer (or none unplaced), so no floor
+  needs to be stored;
 * decomposition: a group whose remaining buffers split at section boundaries that no unplaced buffer
   crosses is solved piece by piece; if one piece has no plan, the whole group has none and the
   search jumps back past the other pieces.
@@ -46,10 +50,11 @@ search's state lives in arrays its caller owns (:func:`new_state`), so a search 
 limit, or by another thread's stop flag, resumes exactly where it stopped.
 
 Complexity: entering a frame costs O(m + S) (its candidates are collected once, on a stack above
-its parent's); each try costs O(candidates + deg + sum of touched section sizes) for ``m``
+its parent's); each try costs O(candidates + deg + the spans and section lists of the neighbours
+whose lowest offset rose high enough to matter, see (2)) for ``m``
 buffers and ``S`` sections; the search is exponential in the worst case and is cut off after
 ``node_limit`` nodes. Memory is O(m^2 / 2) for the candidate stack (virtual: only the part the
-current path uses is touched) plus O(m + S + sum(deg) + sum(spans)) and a bounded undo log.
+current path uses is touched) plus O(m + S + sum(deg) + sum(spans)).
 """
 from __future__ import annotations
 
@@ -67,13 +72,10 @@ def _key_less(a_off, a_rank, b_off, b_rank):
 
 
 @njit(cache=True)
-def _undo(c, off, minoff, floor, total, cuts, unb, sz, slo, shi, adj_ptr, adj,
-          mlog_b, mlog_v, m_from, m_to, flog_s, flog_v, f_from, f_to):
-    """Take buffer ``c`` off the plan, replaying the undo logs ``[from, to)`` backwards."""
+def _undo(c, off, minoff, total, cuts, unb, sz, slo, shi, adj_ptr, adj, mlog_b, mlog_v, m_from, m_to):
+    """Take buffer ``c`` off the plan, replaying the undo log ``[m_from, m_to)`` backwards."""
     for k in range(m_to - 1, m_from - 1, -1):
         minoff[mlog_b[k]] = mlog_v[k]
-    for k in range(f_to - 1, f_from - 1, -1):
-        floor[flog_s[k]] = flog_v[k]
     for s in range(slo[c], shi[c]):
         total[s] += sz[c]
     for s in range(slo[c], shi[c] - 1):
@@ -142,19 +144,18 @@ def _rerank(rank, ulist, ucount, lo, hi, slo, shi, total, keys, tpos, rk_b, rk_v
 
 # Layout of a search's state (see :func:`new_state`): slot 0 holds the scalars below, slot 1 the
 # ranks (re-ranked in place), the rest the arrays of the depth-first search.
-_PHASE, _RESULT, _DEPTH, _ENTERING, _RKTOP, _MTOP, _FTOP, _PTOP, _RTOP, _UCOUNT, _STAMP, _NODES = range(12)
-NSLOTS = 40
+_PHASE, _RESULT, _DEPTH, _ENTERING, _RKTOP, _MTOP, _PTOP, _RTOP, _UCOUNT, _STAMP, _NODES = range(11)
+NSLOTS = 36
 FRESH, RUNNING, DONE = 0, 1, 2
 
 
 @njit(cache=True)
-def _pause(sc, depth, rktop, mtop, ftop, ptop, rtop, ucount, stamp, nodes):
+def _pause(sc, depth, rktop, mtop, ptop, rtop, ucount, stamp, nodes):
     """Keep the scalars of a search stopped before its next try (it resumes there)."""
     sc[_DEPTH] = depth
     sc[_ENTERING] = 0
     sc[_RKTOP] = rktop
     sc[_MTOP] = mtop
-    sc[_FTOP] = ftop
     sc[_PTOP] = ptop
     sc[_RTOP] = rtop
     sc[_UCOUNT] = ucount
@@ -162,7 +163,7 @@ def _pause(sc, depth, rktop, mtop, ftop, ptop, rtop, ucount, stamp, nodes):
     sc[_NODES] += nodes
 
 
-def new_state(rank, n_sections, n_adj, span_sum, flog_cap, rerank):
+def new_state(rank, n_sections, n_adj, rerank):
     """Arrays that hold one search between calls of :func:`canonical_search` (fresh: not started).
 
     ``rank`` is copied (the search re-ranks its own copy). The state of a search that returned
@@ -177,26 +178,22 @@ def new_state(rank, n_sections, n_adj, span_sum, flog_cap, rerank):
     st += [np.empty(rk, i64), np.empty(rk, i64)]                       # 2, 3: rank undo log
     st += [np.zeros(m + 1, i64), np.zeros(m + 1, i64)]                 # 4, 5: f_rk, f_new
     st += [np.empty(m, i64) for _ in range(5)]                         # 6-10: off, ulist, upos, minoff, unb
-    st += [np.empty(S, i64), np.empty(S, i64), np.empty(max(S - 1, 1), i64)]  # 11-13: floor, total, cuts
-    st += [np.empty(n_adj + 1, i64), np.empty(n_adj + 1, i64)]         # 14, 15: minoff undo log
-    flen = 2 * span_sum + flog_cap + 2
-    st += [np.empty(flen, i64), np.empty(flen, i64)]                   # 16, 17: floor undo log
-    st += [np.empty(S, i64), np.empty(S, i64)]                         # 18, 19: mark, piece_of
-    st += [np.empty(m + 1, i64) for _ in range(8)]                     # 20-27: frames
-    st += [np.empty(m + 2, i64) for _ in range(4)]                     # 28-31: decomposition records
-    st += [np.empty(S + 2 * m + 4, i64), np.empty(S + 2 * m + 4, i64)]  # 32, 33: pieces
-    st += [np.empty(S + 1, i64)]                                       # 34: nonempty
-    st += [np.empty(m * (m + 1) // 2 + 1, i64)]                        # 35: candidate stack
-    st += [np.empty(m + 1, i64), np.empty(m + 1, i64)]                 # 36, 37: f_cs, f_ce
-    st += [np.empty(S, i64)]                                           # 38: sections to raise
-    st += [np.empty(m + 1, i64)]                                       # 39: f_vt
+    st += [np.empty(S, i64), np.empty(max(S - 1, 1), i64)]             # 11, 12: total, cuts
+    st += [np.empty(n_adj + 1, i64), np.empty(n_adj + 1, i64)]         # 13, 14: minoff undo log
+    st += [np.empty(S, i64), np.empty(S, i64)]                         # 15, 16: mark, piece_of
+    st += [np.empty(m + 1, i64) for _ in range(7)]                     # 17-23: frames
+    st += [np.empty(m + 2, i64) for _ in range(4)]                     # 24-27: decomposition records
+    st += [np.empty(S + 2 * m + 4, i64), np.empty(S + 2 * m + 4, i64)]  # 28, 29: pieces
+    st += [np.empty(S + 1, i64)]                                       # 30: nonempty
+    st += [np.empty(m * (m + 1) // 2 + 1, i64)]                        # 31: candidate stack
+    st += [np.empty(m + 1, i64) for _ in range(4)]                     # 32-35: f_cs, f_ce, f_vt, f_tm
     assert len(st) == NSLOTS
     return tuple(st)
 
 
 @njit(cache=True, nogil=True)  # nogil: probes run in threads side by side (dsa.strategies._search)
 def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
-                     node_limit, flog_cap, out, keys, tpos, twin, rerank, state, stop):
+                     node_limit, out, keys, tpos, twin, rerank, state, stop):
     """Decide whether the buffers fit in ``cap``, exploring at most ``node_limit`` more nodes.
 
     Parameters
@@ -213,8 +210,6 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
         The capacity to decide (the same in every call on one state).
     node_limit : int
         The most placements to try in this call.
-    flog_cap : int
-        Room for optional floor raises (the inference is skipped when the log is full).
     out : int64 array of length m
         Receives the offsets when a plan is found.
     keys : int64 array of shape (K, m)
@@ -244,19 +239,15 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
     nodes : int
         Placements tried in this call.
     """
-    (sc, rank, rk_b, rk_v, f_rk, f_new, off, ulist, upos, minoff, unb, floor, total, cuts,
-     mlog_b, mlog_v, flog_s, flog_v, mark, piece_of, f_buf, f_lo, f_hi, f_ko, f_kr, f_bar,
-     f_m0, f_f0, r_depth, r_pbeg, r_pend, r_pcur, p_lo, p_hi, nonempty, cstack, f_cs, f_ce,
-     rlist, f_vt) = state
+    (sc, rank, rk_b, rk_v, f_rk, f_new, off, ulist, upos, minoff, unb, total, cuts,
+     mlog_b, mlog_v, mark, piece_of, f_buf, f_lo, f_hi, f_ko, f_kr, f_bar, f_m0,
+     r_depth, r_pbeg, r_pend, r_pcur, p_lo, p_hi, nonempty, cstack, f_cs, f_ce, f_vt, f_tm) = state
     m = sz.size
     S = sec_ptr.size - 1
     if sc[_PHASE] == DONE:
         return sc[_RESULT], 0
     if tpos < 0:
         rerank = 0
-    span_sum = 0
-    for i in range(m):
-        span_sum += shi[i] - slo[i]
     big = np.int64(2**62)
     nodes = 0
     if sc[_PHASE] == FRESH:
@@ -277,7 +268,6 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
                 return INFEASIBLE, 0
         ucount = m
         for s in range(S):
-            floor[s] = 0
             total[s] = 0
             mark[s] = 0
             piece_of[s] = -1
@@ -293,7 +283,6 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
                 return INFEASIBLE, 0
         rktop = 0
         mtop = 0
-        ftop = 0
         stamp = 0
         ptop = 0
         # root record: the pieces of [0, S) cut where nothing crosses
@@ -333,7 +322,6 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
         entering = sc[_ENTERING] != 0
         rktop = sc[_RKTOP]
         mtop = sc[_MTOP]
-        ftop = sc[_FTOP]
         ptop = sc[_PTOP]
         rtop = sc[_RTOP]
         ucount = sc[_UCOUNT]
@@ -355,14 +343,13 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
             # one pass over the unplaced buffers of the group: the dominance bound mh, the first
             # determined key (ho, hr), and the buffers above the frame's start whose twin is
             # placed; a second pass over those few drops the ones mh or (ho, hr) rule out
-            # the section inference of a try at offset o fails exactly when o + (the largest
-            # section total of the group) > cap: every placement keeps floor + total <= cap in
-            # its group, and a try lifts no floor of the group above o except its own sections,
-            # where h + total - size = o + total (see the invariant in the module docstring)
+            # section inference (1): a try at offset o fails exactly when o + (the largest section
+            # total of the group) > cap (see the module docstring)
             tmax = 0
             for s in range(lo, hi):
                 if total[s] > tmax:
                     tmax = total[s]
+            f_tm[d] = tmax
             mh = big
             ho = big
             hr = big
@@ -424,7 +411,7 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
             # they count as tried nodes now, in bulk (so node counts and node-limited stops are
             # those of trying them one by one), and are never placed
             if nodes >= node_limit or stop[0] != 0:
-                _pause(sc, depth, rktop, mtop, ftop, ptop, rtop, ucount, stamp, nodes)
+                _pause(sc, depth, rktop, mtop, ptop, rtop, ucount, stamp, nodes)
                 return LIMIT, nodes
             t = min(f_vt[d], node_limit - nodes)
             nodes += t
@@ -442,8 +429,8 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
                     return INFEASIBLE, nodes
                 for e in range(d - 1, rd, -1):
                     c = f_buf[e]
-                    _undo(c, off, minoff, floor, total, cuts, unb, sz, slo, shi, adj_ptr, adj,
-                          mlog_b, mlog_v, f_m0[e], f_m0[e + 1], flog_s, flog_v, f_f0[e], f_f0[e + 1])
+                    _undo(c, off, minoff, total, cuts, unb, sz, slo, shi, adj_ptr, adj,
+                          mlog_b, mlog_v, f_m0[e], f_m0[e + 1])
                     ucount += 1
                 rtop = b
                 ptop = r_pbeg[b]
@@ -451,11 +438,10 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
             else:
                 d = d - 1
             c = f_buf[d]
-            _undo(c, off, minoff, floor, total, cuts, unb, sz, slo, shi, adj_ptr, adj,
-                  mlog_b, mlog_v, f_m0[d], mtop, flog_s, flog_v, f_f0[d], ftop)
+            _undo(c, off, minoff, total, cuts, unb, sz, slo, shi, adj_ptr, adj,
+                  mlog_b, mlog_v, f_m0[d], mtop)
             ucount += 1
             mtop = f_m0[d]
-            ftop = f_f0[d]
             for k in range(rktop - 1, f_rk[d + 1] - 1, -1):
                 rank[rk_b[k]] = rk_v[k]
             rktop = f_rk[d + 1]
@@ -463,7 +449,7 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
             continue
         if nodes >= node_limit or ((nodes & 255) == 0 and stop[0] != 0):
             # stop before placing: a later call recomputes this same candidate and goes on
-            _pause(sc, depth, rktop, mtop, ftop, ptop, rtop, ucount, stamp, nodes)
+            _pause(sc, depth, rktop, mtop, ptop, rtop, ucount, stamp, nodes)
             return LIMIT, nodes
         nodes += 1
         c = best
@@ -478,7 +464,6 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
         ok = True
         f_buf[d] = c
         f_m0[d] = mtop
-        f_f0[d] = ftop
         off[c] = o
         ucount -= 1
         last = ulist[ucount]
@@ -509,67 +494,47 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
                     ok = False
                 minoff[y] = v
         for s in range(slo[c], shi[c]):
-            flog_s[ftop] = s
-            flog_v[ftop] = floor[s]
-            ftop += 1
-            floor[s] = h
             total[s] -= sz[c]
         for s in range(slo[c], shi[c] - 1):
             cuts[s] -= 1
         if ok:
-            # floors cannot be below the lowest offset of the section's unplaced buffers; only the
-            # sections of neighbours whose lowest offset rose (the minoff log of this placement),
-            # outside the placed buffer's own, can rise
+            # section inference (2): a section can fail only where a neighbour's lowest offset rose
+            # (the minoff log of this placement), outside c's own sections (there it is test (1)),
+            # and only if no unplaced buffer there can still go at or below cap - total; a
+            # neighbour that can, with the group's largest total, vouches for all its sections
+            tm = f_tm[d]
             for s in range(slo[c], shi[c]):
                 mark[s] = stamp
-            nr = 0
             for k in range(f_m0[d], mtop):
                 y = mlog_b[k]
-                for s in range(max(slo[y], lo), min(shi[y], hi)):
-                    if mark[s] != stamp:
-                        mark[s] = stamp
-                        rlist[nr] = s
-                        nr += 1
-            limit_f = span_sum + flog_cap
-            raised = ftop
-            for q in range(nr):
-                s = rlist[q]
-                if ftop >= limit_f:
-                    break
-                lowest = big
-                fs = floor[s]
-                for kk in range(sec_ptr[s], sec_ptr[s + 1]):
-                    y = sec_buf[kk]
-                    if off[y] < 0:
-                        v = fx[y] if fx[y] >= 0 else minoff[y]
-                        if v < lowest:
-                            lowest = v
-                            if v <= fs:
-                                break
-                if lowest != big and lowest > floor[s]:
-                    flog_s[ftop] = s
-                    flog_v[ftop] = floor[s]
-                    ftop += 1
-                    floor[s] = lowest
-            # section inference where a floor rose (elsewhere it holds: the frame kept only
-            # candidates with o + the largest section total <= cap)
-            for k in range(raised, ftop):
-                s = flog_s[k]
-                fl = floor[s]
-                if fl < o:
-                    fl = o
-                if fl + total[s] > cap:
-                    ok = False
+                yv = fx[y] if fx[y] >= 0 else minoff[y]
+                if yv + tm <= cap:
+                    continue
+                for s in range(slo[y], shi[y]):
+                    if mark[s] == stamp:
+                        continue
+                    mark[s] = stamp
+                    thr = cap - total[s]
+                    if yv <= thr:
+                        continue
+                    witness = False
+                    for kk in range(sec_ptr[s], sec_ptr[s + 1]):
+                        z = sec_buf[kk]
+                        if off[z] < 0 and (fx[z] if fx[z] >= 0 else minoff[z]) <= thr:
+                            witness = True
+                            break
+                    if not witness:  # (y itself is unplaced here, so the section is not empty)
+                        ok = False
+                        break
+                if not ok:
                     break
         if not ok:
-            _undo(c, off, minoff, floor, total, cuts, unb, sz, slo, shi, adj_ptr, adj,
-                  mlog_b, mlog_v, f_m0[d], mtop, flog_s, flog_v, f_f0[d], ftop)
+            _undo(c, off, minoff, total, cuts, unb, sz, slo, shi, adj_ptr, adj,
+                  mlog_b, mlog_v, f_m0[d], mtop)
             ucount += 1
             mtop = f_m0[d]
-            ftop = f_f0[d]
             continue
         f_m0[d + 1] = mtop
-        f_f0[d + 1] = ftop
         # what is left of the group, and does it split?
         newcut = False
         for s in range(slo[c], shi[c] - 1):

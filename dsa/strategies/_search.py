@@ -30,7 +30,6 @@ __all__ = ["improve", "feasible", "warm"]
 MAX_BUFFERS = 2000          # larger busy periods are left as they are
 MAX_DEGREE_SUM = 2_000_000  # bound on the number of (buffer, time-neighbour) pairs of a period
 MAX_SPAN_SUM = 4_000_000    # bound on sum over buffers of the sections they span
-FLOOR_LOG = 1_000_000       # room for optional floor raises in the kernel's undo log
 # static preorders (tie-breaks of the dynamic order), as letters: T = largest section total the
 # buffer meets (recomputed from the unplaced sizes for each piece of a decomposition, as MiniMalloc
 # does), W = duration (end - start), C = number of sections spanned, A = area (size x duration),
@@ -154,8 +153,7 @@ class _Period:
         if run is not None:
             runs[key] = run
         else:
-            state = new_state(rank, len(self.sec_ptr) - 1, len(self.adj),
-                              int((self.shi - self.slo).sum()), FLOOR_LOG, RERANK)
+            state = new_state(rank, len(self.sec_ptr) - 1, len(self.adj), RERANK)
             run = (state, np.zeros(len(self.rows), np.int64))
             if runs is not None:
                 runs[key] = run
@@ -164,7 +162,7 @@ class _Period:
             stop = np.zeros(1, np.int64)
         status, nodes = canonical_search(self.sz, self.al, self.fx, self.slo, self.shi,
                                          self.adj_ptr, self.adj, self.sec_ptr, self.sec_buf,
-                                         int(cap), int(node_limit), FLOOR_LOG, out, keys,
+                                         int(cap), int(node_limit), out, keys,
                                          heuristic.find("T"), twins, RERANK, state, stop)
         return int(status), int(nodes), out
 
