@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 
 import dsa
-from dsa.strategies import _search
+from dsa.strategies import _search, best
 from conftest import fields, problems
 from naive import brute_force_optimum, naive_validate
 
@@ -62,17 +62,24 @@ def test_minimalloc_example_fits_12_and_not_11():
     assert sol.status is dsa.Status.INFEASIBLE and not sol.success and sol.lower_bound >= 12
 
 
-def test_a_plan_at_the_bound_needs_no_portfolio_and_the_portfolio_answers_a_loose_capacity():
-    """The first look at the bound comes before the portfolio, minimising and deciding the bound
-    itself; above the bound, a portfolio plan that fits is the answer, with no search."""
-    e = dsa.data.load("E.1048576").replace(capacity=None)
+def test_the_greedy_members_then_a_first_look_then_the_whole_portfolio():
+    """Minimising, and deciding the bound itself, the first look at the bound comes after the
+    greedy members and before the costlier members of the portfolio; a plan of the greedy members
+    that reaches the bound, or that fits a looser capacity, is the answer with no search."""
+    greedy = [f"{order}/{fit}" for order, fit in best.MEMBERS]
+    e = dsa.data.load("E.1048576").replace(capacity=None)  # the greedy members stay above LOAD
+    greedy_peak = dsa.solve(e, "best", improve=False, members=greedy).peak
+    assert greedy_peak > dsa.load(e)
     for sol in (dsa.solve(e, "exact"), dsa.solve(e, "exact", capacity=dsa.load(e))):
         assert sol.status is dsa.Status.OPTIMAL and sol.peak == dsa.load(e)
-        assert sol.stats["portfolio_peak"] is None and sol.stats["nodes"] > 0
-    portfolio = dsa.solve(e, "best", improve=False).peak
-    sol = dsa.solve(e, "exact", capacity=portfolio)
-    assert sol.status is dsa.Status.FEASIBLE and sol.stats["portfolio_peak"] == sol.peak == portfolio
-    assert sol.stats["nodes"] == sol.stats["probes"] == 0
+        assert sol.stats["first_look"] and sol.stats["portfolio_peak"] == greedy_peak
+        assert sol.stats["nodes"] > 0
+    sol = dsa.solve(e, "exact", capacity=greedy_peak)
+    assert sol.status is dsa.Status.FEASIBLE and sol.peak == sol.stats["portfolio_peak"] == greedy_peak
+    assert sol.stats["nodes"] == sol.stats["probes"] == 0 and not sol.stats["first_look"]
+    trace = dsa.data.load("resnet18_b1_224")  # a real trace: a greedy member reaches LOAD
+    sol = dsa.solve(trace, "exact")
+    assert sol.status is dsa.Status.OPTIMAL and sol.stats["nodes"] == 0 and not sol.stats["first_look"]
 
 
 def test_decision_mode_proves_infeasibility_by_search():
@@ -166,7 +173,7 @@ def test_a_node_limited_search_is_deterministic_on_any_number_of_threads(name, t
     monkeypatch.setattr(_search, "THREADS", threads)
     first = dsa.solve(p, "exact", node_limit=1_000_000)
     again = dsa.solve(p, "exact", node_limit=1_000_000)
-    assert (first.stats["portfolio_peak"] is None) == (name == "E")
+    assert first.stats["first_look"] == (name == "E")
     assert first.status is dsa.Status.OPTIMAL and first.peak == dsa.load(p)
     assert first.stats["threads"] == threads
     assert np.array_equal(first.offsets, again.offsets)

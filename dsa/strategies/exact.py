@@ -11,12 +11,14 @@ identical buffers prune the tree. A search that ends without exhausting its node
 "no plan with peak <= C".
 
 Minimisation (no capacity given). The proven lower bound ``lo`` starts at LOAD (and the end of the
-highest fixed buffer). A first look (:func:`dsa.strategies._search.first_look`) searches ``lo``
-itself with every preorder, 100 nodes per buffer each: a plan there is optimal and ends the call.
-Otherwise the incumbent comes from the cheap portfolio of :mod:`dsa.strategies.best` (without its
-improvement phase), and :func:`dsa.strategies._search.improve` (the improvement phase of ``best``
-too) runs rounds with a node budget that grows threefold from round to round, its searches of
-``lo`` going on from where the first look left them:
+highest fixed buffer). The greedy members of the portfolio of :mod:`dsa.strategies.best` run first
+(a millisecond or two; on most real traces one of them reaches ``lo``, which ends the call). Then a
+first look (:func:`dsa.strategies._search.first_look`) searches ``lo`` itself with every preorder,
+100 nodes per buffer each: a plan there is optimal and ends the call. Otherwise the incumbent comes
+from the whole portfolio (without its improvement phase), and
+:func:`dsa.strategies._search.improve` (the improvement phase of ``best`` too) runs rounds with a
+node budget that grows threefold from round to round, its searches of ``lo`` going on from where the
+first look left them:
 
 1. probe ``lo`` with every static preorder: a plan there is optimal; a completed search raises
    ``lo`` by one;
@@ -33,10 +35,11 @@ Probing the bound first suits the common case where the optimum equals LOAD (it 
 a few hundred thousand nodes on MiniMalloc's challenging instances); the descending probes make the
 search anytime when it does not.
 
-Decision mode (``problem.capacity`` set, as ``dsa.solve(..., capacity=C)`` does). When ``C`` is the
-bound, the first look comes first (it is the first round of the decision's own search, so nothing is
-lost when it fails; above the bound a failed look would be wasted, and the portfolio's plan often
-fits there); then the portfolio's plan is taken if it fits. Otherwise the search stops
+Decision mode (``problem.capacity`` set, as ``dsa.solve(..., capacity=C)`` does). The greedy
+members' plan is taken if it fits. When ``C`` is the bound, the first look comes next (it is the
+first round of the decision's own search, so nothing is lost when it fails; above the bound a failed
+look would be wasted, and the portfolio's plan often fits there); then the whole portfolio's plan is
+taken if it fits. Otherwise the search stops
 at the first plan within ``C`` (status FEASIBLE, or OPTIMAL when it meets the bound), or proves that
 none exists (status INFEASIBLE, ``lower_bound = C + 1``, the portfolio's plan is returned for
 inspection), or runs out of budget (LIMIT_REACHED).
@@ -116,8 +119,9 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
         ``lower_bound`` is the bound the search proved (the peak itself when OPTIMAL, ``C + 1``
         when a capacity ``C`` is proven infeasible). ``stats``: ``nodes``, ``gap`` (unproven part of
         the peak), ``probes`` (the number of node-limited searches), ``proofs`` (capacities proven
-        infeasible, at most 20 listed), ``portfolio_peak`` (None when the first look planned at
-        the bound, so that no portfolio ran), ``rounds``, ``threads`` and ``search_s``.
+        infeasible, at most 20 listed), ``portfolio_peak`` (of the greedy members alone when they
+        reached the bound or the first look planned there), ``first_look`` (whether its plan was
+        kept), ``rounds``, ``threads`` and ``search_s``.
 
     Examples
     --------
@@ -137,23 +141,35 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     cap = problem.capacity
     lo = max(bound, _search._bound(problem, prep))
     runs = {}  # searches of the bound (minimising) or of cap (deciding), resumed round to round
+    zero = problem.sizes == 0
+
+    def start(members):
+        """The portfolio's plan (``members``: the greedy ones only, or None: all of them)."""
+        sol = best.solve(problem, improve=False, members=members, seed=seed, sweep=sweep)
+        out = np.asarray(sol.offsets, dtype=np.int64).copy()
+        out[zero] = prep.base[zero]  # zero-size rows: offset 0 or their fixed offset
+        return out, plan_peak(problem, out)
+
+    # the portfolio's greedy members first (a millisecond or two: on most real traces one of them
+    # reaches the bound), then a first look at the bound, then the costlier members
+    offsets, peak = start([f"{order}/{fit}" for order, fit in best.MEMBERS])
     first, used, searches = None, 0, 0
-    if cap is None or cap == lo:  # a plan at the bound is optimal and needs no incumbent
+    if peak > lo and (cap is None or cap == lo):
         _search.warm()  # loading the kernel does not count (budget.deadline moves by the load time)
         first, used, searches = _search.first_look(problem, prep, deadline=budget.deadline,
                                                    node_limit=node_limit, runs=runs)
         budget.spend(used)
+    portfolio_peak = peak
+    if first is None and peak > lo and (cap is None or peak > cap):
+        full, portfolio_peak = start(None)
+        if portfolio_peak < peak:
+            offsets = full
+    portfolio_peak = min(portfolio_peak, peak)
     if first is not None:
-        offsets, portfolio_peak = first, None
-    else:
-        start = best.solve(problem, improve=False, seed=seed, sweep=sweep)
-        offsets = np.asarray(start.offsets, dtype=np.int64).copy()
-        zero = problem.sizes == 0
-        offsets[zero] = prep.base[zero]  # zero-size rows: offset 0 or their fixed offset
-        portfolio_peak = plan_peak(problem, offsets)
+        offsets = first
     peak = plan_peak(problem, offsets)
-    stats = {"portfolio_peak": portfolio_peak, "nodes": used, "probes": searches,
-             "proofs": [], "rounds": 0, "threads": _search._threads()}
+    stats = {"portfolio_peak": portfolio_peak, "first_look": first is not None, "nodes": used,
+             "probes": searches, "proofs": [], "rounds": 0, "threads": _search._threads()}
     log.header(problem, bound, peak)
     if first is not None:
         log.line(used, peak, lo, "plan found at the bound", force=True)
