@@ -342,9 +342,9 @@ def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
             # They go on a stack above the parent frame's; each placement takes one off.
             # one pass over the unplaced buffers of the group: the dominance bound mh, the first
             # determined key (ho, hr), and the buffers above the frame's start whose twin is
-            # placed; a second pass over those few drops the ones mh or (ho, hr) rule out
-            # section inference (1): a try at offset o fails exactly when o + (the largest section
-            # total of the group) > cap (see the module docstring)
+            # placed; a second pass over those few drops the ones mh or (ho, hr) rule out, and
+            # sets aside (counted, not kept) those that fail section inference (1): a try at offset
+            # o fails it exactly when o + (the largest section total of the group) > cap
             tmax = 0
             for s in range(lo, hi):
                 if total[s] > tmax:

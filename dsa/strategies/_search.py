@@ -265,9 +265,9 @@ def first_look(problem, prep, *, deadline=None, node_limit=None, runs=None):
 
     Every static preorder gets ``FIRST_LOOK`` nodes per buffer of the largest period, raced as in
     :func:`improve`'s probes of the bound (the first preorder that plans within its share wins, so
-    the plan does not depend on timing). On real traces and on MiniMalloc's benchmark the optimum
-    is usually the bound and one of the preorders reaches it within a few nodes per buffer, which
-    makes the heuristic portfolio that would give the incumbent the larger cost. When the look
+    the plan does not depend on timing). On MiniMalloc's benchmark the optimum is usually the bound
+    and one of the preorders reaches it within a few nodes per buffer, sooner than the portfolio's
+    costlier members (``gergov``, ``buchsbaum``, ``mincost_flow``) make an incumbent. When the look
     fails, its searches are kept in ``runs`` (keyed as :meth:`_Period.search` keys them), and the
     probes of the bound that follow (:func:`improve`'s, given the same ``prep`` and ``runs``; the
     rounds of ``exact``'s decision mode when the capacity is the bound) go on with them: nothing
