@@ -82,6 +82,25 @@ def test_the_greedy_members_then_a_first_look_then_the_whole_portfolio():
     assert sol.status is dsa.Status.OPTIMAL and sol.stats["nodes"] == 0 and not sol.stats["first_look"]
 
 
+def test_the_first_look_takes_at_most_a_tenth_of_the_time_left(monkeypatch):
+    """Under a time limit the look at the bound gets a share of it; the rest goes to the portfolio
+    and the improvement rounds (their searches of the bound go on from the look's)."""
+    import time
+
+    seen = []
+    real = _search.first_look
+
+    def spy(problem, prep, *, deadline=None, node_limit=None, runs=None):
+        seen.append(deadline - time.perf_counter())
+        return real(problem, prep, deadline=deadline, node_limit=node_limit, runs=runs)
+
+    monkeypatch.setattr(_search, "first_look", spy)
+    d = dsa.data.load("D.1048576").replace(capacity=None)
+    sol = dsa.solve(d, "exact", time_limit=2.0)
+    assert len(seen) == 1 and 0 < seen[0] <= _search.FIRST_LOOK_TIME * 2.0
+    assert sol.status is dsa.Status.LIMIT_REACHED and not sol.stats["first_look"]
+
+
 def test_decision_mode_proves_infeasibility_by_search():
     # a 1-byte 4-aligned and a 2-byte 2-aligned buffer alive together: LOAD and the aligned bound
     # are 3, but every plan needs 4 (the 2-byte one at 2 above the other): only the search can tell

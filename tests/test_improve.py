@@ -148,12 +148,26 @@ def test_the_first_look_plans_at_the_bound_or_not_at_all(problem):
     the bound it finds nothing."""
     prep = _search._Prepared(problem)
     offsets, nodes, searches = _search.first_look(problem, prep)
-    bound = _search._bound(problem, prep)
+    bound = dsa.lower_bound(problem)
     if offsets is not None:
         assert _valid(problem, offsets) and dsa.solution.plan_peak(problem, offsets) == bound
     if _optimum(problem) > bound:
         assert offsets is None
     assert searches <= len(_search.HEURISTICS) and (nodes > 0) == (searches > 0)
+
+
+def test_the_searches_start_from_the_bound_strengthened_by_alignment():
+    """LOAD is 12 here but every plan needs 68 (the lower buffer pads to 64 bytes): the searches
+    start at dsa.lower_bound, so a plan at 68 is known optimal without searching below it."""
+    p = dsa.Problem([0, 0], [2, 2], [4, 8], alignments=64)
+    assert (dsa.load(p), dsa.lower_bound(p)) == (12, 68)
+    prep = _search._Prepared(p)
+    offsets, nodes, _ = _search.first_look(p, prep)
+    assert dsa.solution.plan_peak(p, offsets) == 68 and _valid(p, offsets)
+    out, stats = _search.improve(p, offsets, time_limit=5.0)
+    assert stats["proven_lower_bound"] == 68 and stats["nodes"] == 0
+    sol = dsa.solve(p, "exact")
+    assert (sol.peak, sol.lower_bound, sol.status) == (68, 68, dsa.Status.OPTIMAL)
 
 
 def test_improve_goes_on_with_the_searches_of_the_first_look(monkeypatch):

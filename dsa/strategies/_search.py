@@ -25,6 +25,8 @@ import time
 
 import numpy as np
 
+from dsa.bounds import lower_bound
+
 __all__ = ["improve", "feasible", "warm"]
 
 MAX_BUFFERS = 2000          # larger busy periods are left as they are
@@ -42,6 +44,7 @@ RERANK = 1                 # 0: static ranks; 1: re-rank new pieces (dynamic T);
 BUDGET0 = 1000             # nodes per probe of the bound in the first round (x GROWTH each round)
 FIRST_LOOK = 100           # nodes per buffer of the largest period for each preorder's first look at
                            # the bound, before any incumbent is made (see first_look)
+FIRST_LOOK_TIME = 0.1      # ... and at most this share of the time left
 STEP = 0.005               # grid step of the capacities probed, as a fraction of the lower bound
 SCAN0 = 1000               # least nodes per probe of the grid walk below the incumbent
 GROWTH = 3                 # the probe budget is multiplied by this after every round
@@ -234,30 +237,11 @@ def _peak(problem, offsets, rows=None):
     return int((offsets[rows] + problem.sizes[rows]).max()) if len(rows) else 0
 
 
-def _lower(problem, rows):
-    """LOAD and fixed ends of one period (a lower bound for that period's peak)."""
-    st = problem.starts[rows]
-    en = problem.ends[rows]
-    sz = problem.sizes[rows]
-    times = np.concatenate([st, en])
-    delta = np.concatenate([sz, -sz])
-    order = np.lexsort((delta, times))  # frees before allocations at equal times
-    load = int(np.cumsum(delta[order]).max()) if len(rows) else 0
-    fx = problem.fixed_offsets[rows]
-    f = fx != -1
-    if f.any():
-        load = max(load, int((fx[f] + sz[f]).max()))
-    return load
-
-
-def _bound(problem, prep):
-    """The lower bound the searches start from: the largest period's LOAD and fixed ends, and the
-    fixed offsets of zero-size rows."""
-    lb = max((_lower(problem, per.rows) for per in prep.periods), default=0)
-    zero = problem.sizes == 0
-    if zero.any():  # a fixed zero-size row also sets a floor for the peak
-        lb = max(lb, int(prep.base[zero].max()))
-    return lb
+def _bound(problem):
+    """The bound the searches start from: :func:`dsa.bounds.lower_bound` (LOAD, strengthened by the
+    rows' alignments, and the end of the highest fixed row, zero-size rows included). A plan there
+    is optimal; below it none exists, so no search is spent there."""
+    return lower_bound(problem)
 
 
 def first_look(problem, prep, *, deadline=None, node_limit=None, runs=None):
@@ -285,7 +269,7 @@ def first_look(problem, prep, *, deadline=None, node_limit=None, runs=None):
     """
     if not prep.periods or not all(per.searchable for per in prep.periods):
         return None, 0, 0
-    lb = _bound(problem, prep)
+    lb = _bound(problem)
     share = FIRST_LOOK * max(len(per.rows) for per in prep.periods)
     if node_limit is not None:
         share = min(share, int(node_limit) // len(HEURISTICS))
@@ -539,7 +523,7 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
         ``nodes``; ``probes``, a list of ``(capacity, outcome, nodes)`` with outcome ``"found"``,
         ``"infeasible"`` (proven by an exhausted search) or ``"limit"``; ``proven_lower_bound``, the
         largest ``C + 1`` for which "no plan with peak <= C" was proven, else the lower bound
-        (LOAD or the end of the highest fixed buffer); ``peak``; ``time``; ``rounds``.
+        (:func:`dsa.bounds.lower_bound`); ``peak``; ``time``; ``rounds``.
     """
     t0 = time.perf_counter()
     deadline = t0 + float(time_limit)
@@ -548,7 +532,7 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
         prep = _Prepared(problem)
     zero = problem.sizes == 0
     best[zero] = prep.base[zero]  # zero-size rows: offset 0, or their fixed offset
-    lb = _bound(problem, prep)
+    lb = _bound(problem)
     peak = _peak(problem, best)
     stats = {"nodes": 0, "probes": [], "proven_lower_bound": min(lb, peak), "peak": peak,
              "time": 0.0}

@@ -10,12 +10,13 @@ already determined, dynamic decomposition into independent time ranges and symme
 identical buffers prune the tree. A search that ends without exhausting its node budget is a proof:
 "no plan with peak <= C".
 
-Minimisation (no capacity given). The proven lower bound ``lo`` starts at LOAD (and the end of the
-highest fixed buffer). The greedy members of the portfolio of :mod:`dsa.strategies.best` run first
-(a millisecond or two; on most real traces one of them reaches ``lo``, which ends the call). Then a
-first look (:func:`dsa.strategies._search.first_look`) searches ``lo`` itself with every preorder,
-100 nodes per buffer each: a plan there is optimal and ends the call. Otherwise the incumbent comes
-from the whole portfolio (without its improvement phase), and
+Minimisation (no capacity given). The proven lower bound ``lo`` starts at :func:`dsa.lower_bound`
+(LOAD, strengthened by the rows' alignments, and the end of the highest fixed buffer). The greedy
+members of the portfolio of :mod:`dsa.strategies.best` run first (a millisecond or two; on most
+real traces one of them reaches ``lo``, which ends the call). Then a first look
+(:func:`dsa.strategies._search.first_look`) searches ``lo`` itself with every preorder, 100 nodes
+per buffer each and at most a tenth of the time left: a plan there is optimal and ends the call.
+Otherwise the incumbent comes from the whole portfolio (without its improvement phase), and
 :func:`dsa.strategies._search.improve` (the improvement phase of ``best`` too) runs rounds with a
 node budget that grows threefold from round to round, its searches of ``lo`` going on from where the
 first look left them:
@@ -139,7 +140,7 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     bound = lower_bound(problem, sweep=sweep)
     prep = _search._Prepared(problem)
     cap = problem.capacity
-    lo = max(bound, _search._bound(problem, prep))
+    lo = bound  # the searches start from the same bound (_search._bound)
     runs = {}  # searches of the bound (minimising) or of cap (deciding), resumed round to round
     zero = problem.sizes == 0
 
@@ -156,7 +157,10 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     first, used, searches = None, 0, 0
     if peak > lo and (cap is None or cap == lo):
         _search.warm()  # loading the kernel does not count (budget.deadline moves by the load time)
-        first, used, searches = _search.first_look(problem, prep, deadline=budget.deadline,
+        look_until = budget.deadline  # (under a time limit, a share of what is left)
+        if look_until is not None:
+            look_until = time.perf_counter() + _search.FIRST_LOOK_TIME * budget.remaining()
+        first, used, searches = _search.first_look(problem, prep, deadline=look_until,
                                                    node_limit=node_limit, runs=runs)
         budget.spend(used)
     portfolio_peak = peak
