@@ -200,7 +200,8 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
             state["peak"] = new
             log.line(stats["nodes"], new, state["lo"], f"plan found at capacity {c}", force=True)
         if outcome == "infeasible":
-            if len(stats["proofs"]) < 20:
+            # (several raced searches may prove the same capacity)
+            if len(stats["proofs"]) < 20 and c not in stats["proofs"]:
                 stats["proofs"].append(c)
             state["lo"] = max(state["lo"], c + 1)
             log.line(stats["nodes"], state["peak"], state["lo"], f"capacity {c} proven infeasible",
@@ -245,7 +246,7 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     elif cap is None and max(lo, stuck) < state["peak"]:
         def progress(event, c, new_peak, new_lo, nodes):
             state["peak"], state["lo"] = new_peak, new_lo
-            if event == "proof" and len(stats["proofs"]) < 20:
+            if event == "proof" and len(stats["proofs"]) < 20 and c not in stats["proofs"]:
                 stats["proofs"].append(c)
             text = {"plan": f"plan found at capacity {c}", "proof": f"capacity {c} proven infeasible",
                     "probe": "searching"}[event]
