@@ -40,10 +40,10 @@ Decision mode (``problem.capacity`` set, as ``dsa.solve(..., capacity=C)`` does)
 members' plan is taken if it fits. When ``C`` is the bound, the first look comes next (it is the
 first round of the decision's own search, so nothing is lost when it fails; above the bound a failed
 look would be wasted, and the portfolio's plan often fits there); then the whole portfolio's plan is
-taken if it fits. Otherwise the search stops
-at the first plan within ``C`` (status FEASIBLE, or OPTIMAL when it meets the bound), or proves that
-none exists (status INFEASIBLE, ``lower_bound = C + 1``, the portfolio's plan is returned for
-inspection), or runs out of budget (LIMIT_REACHED).
+taken if it fits. Otherwise the search stops at the first plan within ``C`` (status FEASIBLE, or
+OPTIMAL when it meets the bound), or proves that none exists (status INFEASIBLE,
+``lower_bound = C + 1``, the portfolio's plan is returned for inspection), or runs out of budget
+(LIMIT_REACHED).
 
 Complexity: the portfolio costs a few greedy runs, O(n log n + E) each. A search node costs
 O(m + S + deg) for a busy period of ``m`` buffers and ``S`` sections; the number of nodes is
