@@ -237,13 +237,6 @@ def _peak(problem, offsets, rows=None):
     return int((offsets[rows] + problem.sizes[rows]).max()) if len(rows) else 0
 
 
-def _bound(problem):
-    """The bound the searches start from: :func:`dsa.bounds.lower_bound` (LOAD, strengthened by the
-    rows' alignments, and the end of the highest fixed row, zero-size rows included). A plan there
-    is optimal; below it none exists, so no search is spent there."""
-    return lower_bound(problem)
-
-
 def first_look(problem, prep, *, deadline=None, node_limit=None, runs=None):
     """Search the lower bound before any incumbent is made: a plan there is optimal.
 
@@ -269,19 +262,14 @@ def first_look(problem, prep, *, deadline=None, node_limit=None, runs=None):
     """
     if not prep.periods or not all(per.searchable for per in prep.periods):
         return None, 0, 0
-    lb = _bound(problem)
+    lb = lower_bound(problem)  # a plan there is optimal; below it none exists
     share = FIRST_LOOK * max(len(per.rows) for per in prep.periods)
     if node_limit is not None:
         share = min(share, int(node_limit) // len(HEURISTICS))
     if share <= 0 or (deadline is not None and time.perf_counter() >= deadline):
         return None, 0, 0
-    width = _threads()
-    if width > 1:
-        for per in prep.periods:  # the preorders' ranks are cached before threads read them
-            for h in HEURISTICS:
-                per._order(h)
     unplanned = np.full(problem.n, lb + 1, np.int64)  # every period is above the bound
-    pool = _pool(width)
+    pool = _pool(_threads(), prep.periods)
     try:
         results = _race(prep, problem, unplanned, lb, share, HEURISTICS, deadline, [2e5],
                         runs, pool, node_limit is None, True)
@@ -471,10 +459,14 @@ def _usable(results):
     return out
 
 
-def _pool(width):
-    """A thread pool of ``width`` searches side by side (None for one)."""
+def _pool(width, periods=()):
+    """A thread pool of ``width`` searches side by side (None for one). The preorders' ranks of
+    ``periods`` are computed first, since the threads read them from a cache that is not locked."""
     if width <= 1:
         return None
+    for per in periods:
+        for h in HEURISTICS:
+            per._order(h)
     from concurrent.futures import ThreadPoolExecutor
 
     return ThreadPoolExecutor(max_workers=width, thread_name_prefix="dsa-search")
@@ -532,7 +524,7 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
         prep = _Prepared(problem)
     zero = problem.sizes == 0
     best[zero] = prep.base[zero]  # zero-size rows: offset 0, or their fixed offset
-    lb = _bound(problem)
+    lb = lower_bound(problem)  # a plan there is optimal; below it none exists
     peak = _peak(problem, best)
     stats = {"nodes": 0, "probes": [], "proven_lower_bound": min(lb, peak), "peak": peak,
              "time": 0.0}
@@ -557,12 +549,9 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
                 or (node_limit is not None and stats["nodes"] >= node_limit))
 
     width = _threads()
-    if width > 1:
-        for per in prep.periods:  # the preorders' ranks are cached before threads read them
-            if per.searchable and _peak(problem, best, per.rows) > lb:  # else never probed (caps >= lb)
-                for h in HEURISTICS:
-                    per._order(h)
-    pool = _pool(width)
+    # (periods at or below the bound are never probed: every capacity probed is at least lb)
+    pool = _pool(width, [per for per in prep.periods
+                         if per.searchable and _peak(problem, best, per.rows) > lb])
 
     def apply(cap, outcome, plans, nodes):
         stats["nodes"] += nodes

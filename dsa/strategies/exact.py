@@ -140,7 +140,7 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     bound = lower_bound(problem, sweep=sweep)
     prep = _search._Prepared(problem)
     cap = problem.capacity
-    lo = bound  # the searches start from the same bound (_search._bound)
+    lo = bound  # the searches start from the same bound
     runs = {}  # searches of the bound (minimising) or of cap (deciding), resumed round to round
     zero = problem.sizes == 0
 
@@ -163,15 +163,14 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
         first, used, searches = _search.first_look(problem, prep, deadline=look_until,
                                                    node_limit=node_limit, runs=runs)
         budget.spend(used)
-    portfolio_peak = peak
     if first is None and peak > lo and (cap is None or peak > cap):
-        full, portfolio_peak = start(None)
-        if portfolio_peak < peak:
-            offsets = full
-    portfolio_peak = min(portfolio_peak, peak)
+        full, full_peak = start(None)
+        if full_peak < peak:
+            offsets, peak = full, full_peak
+    portfolio_peak = peak
     if first is not None:
         offsets = first
-    peak = plan_peak(problem, offsets)
+        peak = plan_peak(problem, offsets)
     stats = {"portfolio_peak": portfolio_peak, "first_look": first is not None, "nodes": used,
              "probes": searches, "proofs": [], "rounds": 0, "threads": _search._threads()}
     log.header(problem, bound, peak)
@@ -217,12 +216,7 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
         # preorders' searches (not under a node limit, where each search runs its share)
         _search.warm()  # loading the kernel does not count (budget.deadline moves by the load time)
         width = _search._threads()
-        pool = _search._pool(width)
-        if pool is not None:
-            for per in prep.periods:  # the preorders' ranks are cached before threads read them
-                if per.searchable:
-                    for h in heuristics:
-                        per._order(h)
+        pool = _search._pool(width, [per for per in prep.periods if per.searchable])
         try:
             while status is None:
                 share = budget.grant(nb * len(heuristics)) // len(heuristics)
