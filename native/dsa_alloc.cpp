@@ -112,8 +112,11 @@ int32_t child_node(int32_t parent, const char* name) {
   return node;
 }
 
+bool profile_wants_stacks(const Profile* prof);
+
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
-  if (t_profile == nullptr) return nullptr;
+  // the callback is global: a thread profiling without stacks (or not at all) keeps node 0
+  if (t_profile == nullptr || !profile_wants_stacks(t_profile)) return nullptr;
   auto ctx = std::make_unique<StackContext>();
   ctx->parent = t_node;
   t_node = child_node(t_node, fn.name());
@@ -166,7 +169,10 @@ struct Profile {
   int64_t clock = 0;  // one tick per recorded allocation and per matching free
   uint64_t thread = 0;
   Arena* arena = nullptr;  // where the pass's blocks come from (nullptr: the default allocator)
+  bool op_stacks = true;   // record each allocation's op stack (the RecordFunction callback)
 };
+
+bool profile_wants_stacks(const Profile* prof) { return prof->op_stacks; }
 
 std::mutex g_prof_mu;  // guards g_prof_live and every Profile's records/clock
 std::unordered_map<void*, std::pair<Profile*, int64_t>> g_prof_live;
@@ -768,7 +774,7 @@ int replay_open(Slab* slab, void** session) {
 #pragma GCC visibility push(default)
 extern "C" {
 
-int dsa_abi_version() { return 4; }
+int dsa_abi_version() { return 5; }
 
 const char* dsa_last_error() { return g_error; }
 
@@ -825,18 +831,21 @@ int dsa_profile_arena_chunks() {
 int dsa_thread_busy() { return (t_profile != nullptr || t_replay != nullptr) ? 1 : 0; }
 
 // ---- profiling
-void* dsa_profile_begin() {
+// With op_stacks 0 no RecordFunction callback is added: every record's node is
+// 0 (no stack), and the pass runs on torch's fast dispatch path.
+void* dsa_profile_begin(int op_stacks) {
   if (g_install_status != 0 || t_profile != nullptr || t_replay != nullptr) return nullptr;
   auto* prof = new (std::nothrow) Profile();
   if (prof == nullptr) return nullptr;
   prof->thread = this_thread_id();
+  prof->op_stacks = op_stacks != 0;
   static const bool use_arena = [] {
     const char* env = std::getenv("DSA_PROFILE_ARENA");  // "0": profile on the default allocator
     return env == nullptr || std::strcmp(env, "0") != 0;
   }();
   if (use_arena) prof->arena = new (std::nothrow) Arena();  // never freed: emptied when unmapped
   try {
-    callback_acquire();
+    if (prof->op_stacks) callback_acquire();
   } catch (const std::exception& e) {
     set_error(e.what());
     delete prof;
@@ -864,7 +873,7 @@ int64_t dsa_profile_end(void* handle) {
   }
   g_sessions.fetch_sub(1, std::memory_order_acq_rel);
   g_profiling.fetch_sub(1, std::memory_order_acq_rel);
-  callback_release();
+  if (prof->op_stacks) callback_release();
   if (prof->arena != nullptr) arena_retire(prof->arena);
   return static_cast<int64_t>(prof->records.size());
 }

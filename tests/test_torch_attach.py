@@ -324,6 +324,8 @@ def test_bad_arguments():
         attach(torch.nn.Linear(2, 2), strategy="nope")
     with pytest.raises(ValueError, match="always validates"):
         attach(torch.nn.Linear(2, 2), validate=False)
+    with pytest.raises(ValueError, match="op_stacks must be True or False"):
+        attach(torch.nn.Linear(2, 2), op_stacks="yes")
 
 
 def test_a_bad_plan_is_never_replayed():
@@ -438,6 +440,22 @@ def test_plans_are_made_where_the_planner_option_says(planner):
     rep = m.report()
     assert [p["planned_in"] for p in rep["plans"]] == [planner]
     assert rep["bytes_from_slab"] > 0 and rep["planner_fallbacks"] == 0
+
+
+@pytest.mark.parametrize("op_stacks", [False, True])
+def test_op_stacks_are_recorded_only_when_asked_and_the_plan_does_not_depend_on_them(op_stacks):
+    model, x = build("resnet")
+    with torch.inference_mode():
+        expected = model(*x)
+        m = attach(model, op_stacks=op_stacks)
+        outs = [m(*x) for _ in range(3)]
+        problem, solution = m.plan(*x)
+    assert all(torch.equal(o, expected) for o in outs)
+    trace = next(iter(m._handles.entries.values())).trace
+    labelled = sum(1 for stack in trace.stacks if stack)
+    assert labelled == (len(trace) if op_stacks else 0)
+    assert solution.success and m.report()["fallbacks"] == 0
+    dsa.validate(problem, solution.offsets)
 
 
 def test_a_callable_strategy_plans_inline_and_a_bad_planner_is_refused():

@@ -190,3 +190,52 @@ def test_a_profiled_pass_runs_in_an_arena_that_outputs_outlive():
         del out
         assert lib.dsa_profile_arena_chunks() == before  # the last block died: the arena is unmapped
     assert trace.escapes.sum() >= 1
+
+
+def test_a_pass_profiled_without_op_stacks_has_the_same_rows_and_no_stacks():
+    torch.manual_seed(0)
+    model, make_input = MODELS["resnet"]()
+    x = make_input(2)
+    with torch.inference_mode():
+        want = model(*x)
+        out_with, with_stacks = _call_profiled(model, x, {}, op_stacks=True)
+        out_without, without = _call_profiled(model, x, {}, op_stacks=False)
+    assert torch.equal(out_with, want) and torch.equal(out_without, want)
+    for field in ("sizes", "starts", "ends"):
+        assert np.array_equal(getattr(with_stacks, field), getattr(without, field)), field
+    assert without.clock == with_stacks.clock
+    assert all(stack == () for stack in without.stacks) and set(without.ops) == {""}
+    assert sum(1 for stack in with_stacks.stacks if stack) == len(with_stacks)
+
+
+def test_a_thread_profiling_without_op_stacks_records_none_while_another_records_them():
+    """The op-stack callback is process-wide: it must not label the passes that did not ask for it."""
+    import threading
+
+    started, go = threading.Event(), threading.Event()
+    other = {}
+
+    def slow(t):
+        y = t * 2  # an allocation under aten::mul, before waiting
+        started.set()
+        go.wait(10)
+        return y + 1
+
+    def run_other():
+        with torch.inference_mode():
+            other["out"], other["trace"] = _call_profiled(slow, (torch.ones(64),), {}, op_stacks=True)
+
+    torch.manual_seed(0)
+    model, make_input = MODELS["resnet"]()
+    x = make_input(2)
+    thread = threading.Thread(target=run_other)
+    thread.start()
+    try:
+        assert started.wait(10)
+        with torch.inference_mode():
+            _, mine = _call_profiled(model, x, {}, op_stacks=False)
+    finally:
+        go.set()
+        thread.join()
+    assert len(mine) > 20 and all(stack == () for stack in mine.stacks)
+    assert any("aten::mul" in stack for stack in other["trace"].stacks)

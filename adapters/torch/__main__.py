@@ -37,7 +37,7 @@ def main(argv=None) -> int:
         x = make_input(args.batch)
         with torch.inference_mode():
             expected = flatten_outputs(model(*x))
-            m = attach(model)
+            m = attach(model, op_stacks=first_plan is None and bool(args.plot))  # stacks label the map
             outs = [flatten_outputs(m(*x)) for _ in range(1 + args.replays)]
             same = all(len(o) == len(expected) and all(torch.equal(a, b) for a, b in zip(o, expected))
                        for o in outs)

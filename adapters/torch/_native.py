@@ -9,7 +9,7 @@ import numpy as np
 
 from ._build import BuildError, library_path
 
-_ABI_VERSION = 4
+_ABI_VERSION = 5
 _p = ctypes.c_void_p
 _i64 = ctypes.c_int64
 _i32 = ctypes.c_int32
@@ -22,7 +22,7 @@ _SIGNATURES = {
     "dsa_other_threads": ([_p], None),
     "dsa_release_free_memory": ([], ctypes.c_int),
     "dsa_profile_arena_chunks": ([], ctypes.c_int),
-    "dsa_profile_begin": ([], _p),
+    "dsa_profile_begin": ([ctypes.c_int], _p),
     "dsa_profile_end": ([_p], _i64),
     "dsa_profile_clock": ([_p], _i64),
     "dsa_profile_copy": ([_p, _p, _p, _p, _p, _p], None),

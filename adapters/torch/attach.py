@@ -222,7 +222,7 @@ class AttachedModule(torch.nn.Module):
     def __init__(self, model, strategy="best", *, max_replans: int = 3,
                  max_signatures: int | None = DEFAULT_MAX_SIGNATURES,
                  max_slab_bytes: int | None = DEFAULT_MAX_SLAB_BYTES, planner: str = "process",
-                 **solve_options):
+                 op_stacks: bool = False, **solve_options):
         super().__init__()
         if not callable(model):
             raise TypeError(f"attach() needs a torch.nn.Module or callable, got {type(model).__name__}")
@@ -234,6 +234,8 @@ class AttachedModule(torch.nn.Module):
         _check_limit("max_slab_bytes", max_slab_bytes, 0)
         if planner not in PLANNERS:
             raise ValueError(f"planner must be one of {PLANNERS}, got {planner!r}")
+        if not isinstance(op_stacks, bool):
+            raise ValueError(f"op_stacks must be True or False, got {op_stacks!r}")
         if isinstance(strategy, str):
             from dsa.strategies import resolve_name
 
@@ -256,6 +258,7 @@ class AttachedModule(torch.nn.Module):
         self._planner = planner if isinstance(strategy, str) else "inline"
         self._max_signatures = max_signatures
         self._max_slab_bytes = max_slab_bytes
+        self._op_stacks = op_stacks
         self._lock = threading.Lock()
         self._handles = _Handles()
         self._finalizer = weakref.finalize(self, self._handles.release)
@@ -362,7 +365,7 @@ class AttachedModule(torch.nn.Module):
             return False
 
     def _profile_and_plan(self, key, args, kwargs, old: _Entry | None):
-        output, trace = _call_profiled(self.module, args, kwargs)
+        output, trace = _call_profiled(self.module, args, kwargs, op_stacks=self._op_stacks)
         # the pass's blocks came from an arena that is gone; have malloc give back what it still
         # holds free (the pass's other allocations) before the slab is made
         _native.lib().dsa_release_free_memory()
@@ -626,7 +629,7 @@ class AttachedModule(torch.nn.Module):
 
 def attach(model, strategy="best", *, max_replans: int = 3, max_signatures: int | None = DEFAULT_MAX_SIGNATURES,
            max_slab_bytes: int | None = DEFAULT_MAX_SLAB_BYTES, planner: str = "process",
-           **solve_options) -> AttachedModule:
+           op_stacks: bool = False, **solve_options) -> AttachedModule:
     """Wrap ``model`` so that its CPU forward passes are planned ahead of time and served from a slab.
 
     Parameters
@@ -661,6 +664,11 @@ def attach(model, strategy="best", *, max_replans: int = 3, max_signatures: int 
         start adds about 0.3 s to the first plan of a process. ``"inline"``: in the calling
         thread. A callable ``strategy`` always plans inline; if no helper can be started or it
         does not answer, the plan is made inline with a :class:`PlanningWarning`.
+    op_stacks : bool
+        Record the stack of ATen ops in flight at each allocation of a profiled pass (what
+        :func:`profile` records; a heap map can label blocks with it). Planning does not need it, and
+        recording it runs the pass through torch's slower, observed dispatch path and maps that
+        code into the process (about 0.6 MB of resident memory on a GRU), so it is off by default.
     **solve_options
         Passed to :func:`dsa.solve`. Plans are always validated: ``validate=False`` is refused.
 
@@ -677,7 +685,7 @@ def attach(model, strategy="best", *, max_replans: int = 3, max_signatures: int 
         If the native allocator cannot be built or installed; the model and torch are untouched.
     ValueError
         For an unknown strategy name, a bad ``max_replans``, ``max_signatures``,
-        ``max_slab_bytes`` or ``planner``, or ``validate=False``.
+        ``max_slab_bytes``, ``planner`` or ``op_stacks``, or ``validate=False``.
 
     Notes
     -----
@@ -699,4 +707,5 @@ def attach(model, strategy="best", *, max_replans: int = 3, max_signatures: int 
     (True, 1)
     """
     return AttachedModule(model, strategy, max_replans=max_replans, max_signatures=max_signatures,
-                          max_slab_bytes=max_slab_bytes, planner=planner, **solve_options)
+                          max_slab_bytes=max_slab_bytes, planner=planner, op_stacks=op_stacks,
+                          **solve_options)

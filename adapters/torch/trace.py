@@ -121,10 +121,14 @@ class Trace:
         return np.searchsorted(self.starts, self._closed_ends(), side="left").astype(np.int64)
 
 
-def _call_profiled(fn, args, kwargs):
-    """Run ``fn(*args, **kwargs)`` with profiling on this thread; return (output, Trace)."""
+def _call_profiled(fn, args, kwargs, *, op_stacks: bool = True):
+    """Run ``fn(*args, **kwargs)`` with profiling on this thread; return (output, Trace).
+
+    Without ``op_stacks`` no RecordFunction callback is added (ops keep torch's fast dispatch path
+    and their code pages stay untouched) and every stack is empty.
+    """
     lib = _native.lib()
-    handle = lib.dsa_profile_begin()
+    handle = lib.dsa_profile_begin(1 if op_stacks else 0)
     if not handle:
         raise RuntimeError("cannot profile: a dsa session is already open on this thread")
     try:
