@@ -151,10 +151,10 @@ def problems_with_offsets(draw):
 
 
 def _every_overlap_path():
-    """Run the body three times: the numpy pairwise check, the plain-Python sweep and the numba kernel."""
+    """Run the body twice: the plain-Python sweep and the numba kernel."""
     import dsa._kernels
 
-    for path in ("numpy", "sweep", "kernel"):
+    for path in ("sweep", "kernel"):
         with mock.patch.object(dsa._kernels, "FORCE", path):
             yield
 

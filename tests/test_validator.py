@@ -260,9 +260,25 @@ def test_without_numba_a_dense_plan_is_checked_by_the_sweep_and_a_huge_one_by_th
     monkeypatch.setattr(overlap, "_sweep_overlap", lambda *a: calls.append(1) or real(*a))
     monkeypatch.setattr(_kernels, "numba_loaded", lambda: False)
     monkeypatch.setattr(overlap, "numba_loaded", lambda: False)
-    monkeypatch.setattr(_kernels, "NUMPY_CALLS", 0)  # past the all-pairs stand-in
     assert overlap.find_overlap(starts, ends, sizes, offsets) is None and calls == [1]
     offsets[7] = offsets[8] + 4
     assert overlap.find_overlap(starts, ends, sizes, offsets) is not None and calls == [1, 1]
     monkeypatch.setattr(overlap, "SWEEP_WORK", n * n - 1)  # too much work: the kernel checks it
     assert overlap.find_overlap(starts, ends, sizes, offsets) is not None and calls == [1, 1]
+
+
+def test_a_first_small_check_sweeps_instead_of_loading_the_kernel(monkeypatch):
+    """With numba loaded but not the overlap kernel, a first check of a small plan is the sweep's."""
+    from dsa import overlap
+
+    starts, ends, sizes = np.array([0, 1, 2]), np.array([2, 3, 4]), np.array([8, 8, 8])
+    calls = []
+    real = overlap._sweep_overlap
+    monkeypatch.setattr(overlap, "_sweep_overlap", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(overlap, "numba_loaded", lambda: True)
+    monkeypatch.setattr(overlap, "use_numpy", lambda kernel, n, limit: kernel == "overlap_check" and n < limit)
+    assert overlap.find_overlap(starts, ends, sizes, np.array([0, 8, 0])) is None
+    assert overlap.find_overlap(starts, ends, sizes, np.array([0, 4, 0])) == (0, 1)
+    assert calls == [1, 1]
+    monkeypatch.setattr(overlap, "use_numpy", lambda kernel, n, limit: False)  # later calls: the kernel
+    assert set(overlap.find_overlap(starts, ends, sizes, np.array([0, 4, 0]))) == {0, 1} and calls == [1, 1]
