@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import dsa
 from conftest import fields, problems
-from dsa.strategies.best import MEMBERS, STRATEGY_MEMBERS
+from dsa.strategies.best import MEMBERS, STRATEGY_MEMBERS, portfolio_head
 from naive import brute_force_optimum
 
 # Shape of a real trace (a small CNN with two outputs): greedy by size stacks the two large
@@ -153,3 +153,45 @@ def test_plain_calls_repeat():
     p = dsa.data.load("D.1048576").replace(capacity=None)
     a, b = (dsa.solve(p, "best", improve=False) for _ in range(2))
     assert np.array_equal(a.offsets, b.offsets) and a.stats["peaks"] == b.stats["peaks"]
+
+
+@given(problems())
+@settings(max_examples=150)
+def test_the_portfolio_head_is_bests_plan_whenever_it_gives_one(problem):
+    """portfolio_head gives a plan exactly when greedy by size (first fit) reaches the bound, and it
+    is the plan best returns (it stops at its first member then)."""
+    head = portfolio_head(problem)
+    first = dsa.solve(problem, "greedy", order="size", fit="first")
+    assert (head is not None) == (first.peak == dsa.lower_bound(problem))
+    if head is not None:
+        best = dsa.solve(problem, "best")
+        assert np.array_equal(head.offsets, best.offsets) and best.stats["member"] == "size/first"
+        assert head.strategy == "best" and head.stats["member"] == "size/first"
+        dsa.validate(problem, head.offsets)
+
+
+def test_the_portfolio_head_skips_large_problems_and_misses_where_greedy_by_size_does():
+    assert portfolio_head(TRAP) is None  # greedy by size stacks the trap's buffers above LOAD
+    easy = dsa.Problem([0, 0, 1], [2, 1, 3], [4, 4, 4])
+    assert portfolio_head(easy).peak == 8
+    assert portfolio_head(easy, max_rows=2) is None
+
+
+def test_an_unknown_greedy_engine_is_refused():
+    from dsa.strategies.greedy import greedy_offsets
+
+    with pytest.raises(ValueError, match="unknown engine 'gpu'"):
+        greedy_offsets(TRAP, np.arange(len(TRAP)), "best", engine="gpu")
+
+
+def test_the_portfolio_head_never_imports_numba():
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, dsa; from dsa.strategies.best import portfolio_head; "
+            "rng = np.random.default_rng(0); s = rng.integers(0, 500, 1500); "
+            "p = dsa.Problem(s, s + rng.integers(1, 40, 1500), rng.integers(1, 4096, 1500)); "
+            "h = portfolio_head(p); print(h is not None, 'numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[1] == "False", out.stdout

@@ -416,6 +416,14 @@ def _mlp():
     return net, torch.randn(8, 4)
 
 
+@pytest.fixture
+def no_head(monkeypatch):
+    """Plans of ``best`` skip the head (greedy by size at the bound, made here): the helper plans."""
+    from dsa.strategies import best
+
+    monkeypatch.setattr(best, "portfolio_head", lambda problem: None)
+
+
 def _warned_then_replayed(match):
     """Attach the MLP, call it twice (the first call warns with ``match``); outputs equal eager."""
     net, x = _mlp()
@@ -430,7 +438,7 @@ def _warned_then_replayed(match):
 
 
 @pytest.mark.parametrize("planner", ["process", "inline"])
-def test_plans_are_made_where_the_planner_option_says(planner):
+def test_plans_are_made_where_the_planner_option_says(planner, no_head):
     net, x = _mlp()
     with torch.inference_mode():
         expected = net(x)
@@ -468,7 +476,49 @@ def test_a_callable_strategy_plans_inline_and_a_bad_planner_is_refused():
         attach(net, planner="thread")
 
 
-def test_without_a_planner_process_the_plan_is_made_inline(monkeypatch):
+def test_a_plan_at_the_bound_by_bests_first_member_needs_no_helper(monkeypatch):
+    """The head of best's portfolio plans the MLP at its bound here; the helper is never asked."""
+    from dsa import _planner_process
+
+    class Unused:
+        def solve(self, *args, **kwargs):
+            raise AssertionError("the helper was asked")
+
+    monkeypatch.setattr(_planner_process, "shared", lambda: Unused())
+    net, x = _mlp()
+    with torch.inference_mode():
+        expected = net(x)
+        m = attach(net)
+        outs = [m(x) for _ in range(3)]
+        problem, solution = m.plan(x)
+    assert all(torch.equal(o, expected) for o in outs)
+    assert solution.status is dsa.Status.OPTIMAL and solution.stats["planned_in"] == "inline"
+    assert solution.stats["member"] == "size/first"
+    assert np.array_equal(solution.offsets, dsa.solve(problem, "best").offsets)
+
+
+def test_best_with_other_options_or_another_strategy_asks_the_helper(monkeypatch):
+    from dsa import _planner_process
+
+    asked = []
+
+    class Recording:
+        def solve(self, problem, strategy, options, timeout=None):
+            asked.append((strategy, sorted(options)))
+            return dsa.solve(problem, strategy, **{k: v for k, v in options.items() if k != "validate"})
+
+    monkeypatch.setattr(_planner_process, "shared", lambda: Recording())
+    net, x = _mlp()
+    with torch.inference_mode():
+        for kwargs in ({"seed": 3}, {"strategy": "greedy_by_size"}):
+            attach(net, **kwargs)(x)
+    assert [a[0] for a in asked] == ["best", "greedy_by_size"]
+    with pytest.warns(PlanningWarning, match="time_limit must be a positive number"):
+        with torch.inference_mode():
+            attach(net, time_limit=-1)(x)  # refused as best.solve would refuse it
+
+
+def test_without_a_planner_process_the_plan_is_made_inline(monkeypatch, no_head):
     from dsa import _planner_process
 
     class Broken:
@@ -482,7 +532,7 @@ def test_without_a_planner_process_the_plan_is_made_inline(monkeypatch):
     assert rep["bytes_from_slab"] > 0
 
 
-def test_a_bad_plan_from_the_planner_process_is_never_replayed(monkeypatch):
+def test_a_bad_plan_from_the_planner_process_is_never_replayed(monkeypatch, no_head):
     """The helper's plan is validated in the served process: an overlapping one runs eagerly."""
     from dsa import _planner_process
 
@@ -505,20 +555,24 @@ def test_an_attached_model_never_loads_numba_in_the_served_process():
         import sys, torch
         from dsa.adapters.torch import attach
         from dsa.adapters.torch.examples import MODELS
+        from dsa.strategies import best
         torch.manual_seed(0)
         model, make_input = MODELS["unet"]()
         x = make_input(2)
-        m = attach(model)
-        with torch.inference_mode():
-            expected = model(*x)
-            outs = [m(*x) for _ in range(3)]
-        rep = m.report()
-        print(all(torch.equal(o, expected) for o in outs), rep["bytes_from_slab"] > 0,
-              rep["plans"][0]["planned_in"], "numba" in sys.modules)
+        for head in (True, False):
+            if not head:  # the helper plans
+                best.portfolio_head = lambda problem: None
+            m = attach(model)
+            with torch.inference_mode():
+                expected = model(*x)
+                outs = [m(*x) for _ in range(3)]
+            rep = m.report()
+            print(all(torch.equal(o, expected) for o in outs), rep["bytes_from_slab"] > 0,
+                  rep["plans"][0]["planned_in"], "numba" in sys.modules)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["True", "True", "process", "False"]
+    assert out.stdout.split() == ["True", "True", "inline", "False", "True", "True", "process", "False"]
 
 
 @pytest.mark.parametrize("planner", ["process", "inline"])

@@ -196,8 +196,8 @@ def _trace_with_escapes(trace: Trace, escaped) -> Trace:
     return Trace(trace.sizes, trace.starts, ends, trace.threads, trace.stacks, trace.clock)
 
 
-def _checked_here(problem, raw):
-    """A solution made in another process, validated and given its final status in this one."""
+def _checked_here(problem, raw, planned_in: str):
+    """A strategy's raw solution, validated and given its final status in this process."""
     from dsa.bounds import lower_bound
     from dsa.solution import finalize
     from dsa.validator import validate
@@ -209,7 +209,7 @@ def _checked_here(problem, raw):
         except ValueError as exc:
             error = str(exc)
     return finalize(problem, raw, lower_bound(problem), error=error, checked=raw.offsets is not None,
-                    extra_stats={"planned_in": "process"})
+                    extra_stats={"planned_in": planned_in})
 
 
 class AttachedModule(torch.nn.Module):
@@ -400,10 +400,17 @@ class AttachedModule(torch.nn.Module):
         """``dsa.solve`` of ``problem``, in the helper process when the planner is "process".
 
         The helper's plan is validated here, by the same validator ``dsa.solve`` uses (without
-        numba: see :mod:`dsa.overlap`); if no helper answers, the plan is made inline.
+        numba: see :mod:`dsa.overlap`); if no helper answers, the plan is made inline. Before the
+        helper, ``best``'s plan is tried here when its first member reaches the lower bound
+        (:func:`dsa.strategies.best.portfolio_head`, numpy only): on most models it does, in
+        milliseconds, and no helper has to start.
         """
         if self._planner == "process":
             from dsa._planner_process import PlannerUnavailable, shared
+
+            head = self._head(problem)
+            if head is not None:
+                return head
 
             limit = self._solve_options.get("time_limit")
             timeout = PLANNER_GRACE_S + (float(limit) if isinstance(limit, (int, float)) else 0.0)
@@ -414,10 +421,22 @@ class AttachedModule(torch.nn.Module):
                 with self._lock:
                     self._stats["planner_fallbacks"] += 1
             else:
-                return _checked_here(problem, raw)
+                return _checked_here(problem, raw, "process")
         from dsa.solver import solve
 
         return solve(problem, strategy=self._strategy, **self._solve_options)
+
+    def _head(self, problem):
+        """``best``'s plan made in this thread when its first member reaches the lower bound, else
+        None (another strategy, options other than ``time_limit``, or the member misses it)."""
+        if self._strategy != "best" or set(self._solve_options) - {"time_limit", "validate"}:
+            return None
+        from dsa.budget import Budget
+        from dsa.strategies import best
+
+        Budget(self._solve_options.get("time_limit"))  # a bad limit fails as it would in best.solve
+        raw = best.portfolio_head(problem)
+        return None if raw is None else _checked_here(problem, raw, "inline")
 
     def _plan(self, trace: Trace, escaped=frozenset()) -> _Entry:
         trace = _trace_with_escapes(trace, escaped)
@@ -661,7 +680,11 @@ def attach(model, strategy="best", *, max_replans: int = 3, max_signatures: int 
         the first plan and gone after 30 idle seconds, so that numba and the planner's compiled
         kernels (about 120 MB of resident memory for the life of a process) never load in the
         process that serves the model; the plan comes back and is validated here. The helper's
-        start adds about 0.3 s to the first plan of a process. ``"inline"``: in the calling
+        start adds about 0.3 s to the first plan of a process. With ``strategy="best"`` and no
+        options but ``time_limit``, a trace on which the portfolio's first member (greedy by size,
+        first fit) reaches the lower bound -- most models' -- is planned in the calling thread
+        without numba and without the helper, in milliseconds: ``best`` would return that very
+        plan (see :func:`dsa.strategies.best.portfolio_head`). ``"inline"``: in the calling
         thread. A callable ``strategy`` always plans inline; if no helper can be started or it
         does not answer, the plan is made inline with a :class:`PlanningWarning`.
     op_stacks : bool

@@ -33,18 +33,21 @@ FITS = ("best", "first")
 SMALL_N = 256
 
 
-def greedy_offsets(problem, order, fit: str = "best", *, sweep=None) -> np.ndarray:
+def greedy_offsets(problem, order, fit: str = "best", *, sweep=None, engine: str = "auto") -> np.ndarray:
     """Offsets from placing the non-fixed rows in ``order`` (an array of row indices) with ``fit``.
 
     Rows missing from ``order`` that are not fixed are placed last, by index. ``sweep`` (a
     :class:`dsa.sweep.Sweep` of ``problem``) supplies the time-overlap graph; without one it is built.
-    In a fresh process, the first problems of fewer than ``SMALL_N`` rows whose overlap graph is not
-    built yet are placed by a numpy loop instead of the numba kernel, and problems whose rows mostly
-    meet in time (:attr:`dsa.sweep.Sweep.dense`) by a kernel that needs no overlap graph; all paths
-    give the same plan.
+    With ``engine="auto"``, in a fresh process, the first problems of fewer than ``SMALL_N`` rows
+    whose overlap graph is not built yet are placed by a numpy loop instead of the numba kernel, and
+    problems whose rows mostly meet in time (:attr:`dsa.sweep.Sweep.dense`) by a kernel that needs no
+    overlap graph. ``engine="numpy"`` always takes the numpy loop (O(n^2) time and O(n) memory; numba
+    is never imported). All paths give the same plan.
     """
     if fit not in FITS:
         raise ValueError(f"unknown fit {fit!r}; valid fits: {', '.join(FITS)}")
+    if engine not in ("auto", "numpy"):
+        raise ValueError(f"unknown engine {engine!r}; valid engines: auto, numpy")
 
     n = len(problem)
     offsets = np.full(n, -1, dtype=np.int64)
@@ -58,7 +61,8 @@ def greedy_offsets(problem, order, fit: str = "best", *, sweep=None) -> np.ndarr
         seen = np.zeros(n, dtype=bool)
         seen[order] = True
         order = np.concatenate([order, np.flatnonzero(~seen & ~fixed)])
-    if (sweep is None or "overlap" not in sweep.__dict__) and use_numpy("greedy", n, SMALL_N):
+    cold = sweep is None or "overlap" not in sweep.__dict__
+    if engine == "numpy" or (cold and use_numpy("greedy", n, SMALL_N)):
         return _place_small(problem, order, offsets, fit == "best")
     from dsa._kernels.greedy import place, place_dense
     from dsa.sweep import Sweep
