@@ -65,13 +65,15 @@ def loaded_allocator() -> str | None:
 
 
 def warm_planner() -> None:
-    """Plan and replay a tiny model: starts the planner process and maps the code a replay runs.
+    """Plan and replay a tiny model: maps the code a plan made in place and a replay run.
 
     Run once in the zygote, and again in each RSS child before its starting RSS is read: a forked
     child inherits the parent's anonymous pages but maps its file-backed code pages again as it
-    touches them, which would otherwise count against whichever side plans. A forked child does
-    not use the zygote's planner process (see ``dsa._planner_process``): the first plan of a
-    child starts its own, which the pair phase's first call pays for.
+    touches them, which would otherwise count against whichever side plans. The tiny model is
+    planned in place (greedy by size reaches its bound: ``dsa.strategies.best.portfolio_head``), so
+    no planner process starts here; a model whose trace needs one starts its own in the child (a
+    forked child does not use its parent's, see ``dsa._planner_process``), and the pair phase's
+    first call pays for it.
     """
     import torch
     from dsa.adapters.torch import attach
@@ -282,7 +284,8 @@ def phase_rss(cfg: dict, attached: bool) -> dict:
         end = proc_status_kb("VmRSS", "VmHWM")
         fallbacks = fn.report()["fallbacks"] if attached else None
         # where the plan was made, and the planner process's peak RSS (not part of this process's)
-        solution = fn.plan(*x)[1] if attached else None
+        with torch.inference_mode():  # the signature of the calls above (grad mode is part of it)
+            solution = fn.plan(*x)[1] if attached else None
     finally:
         pool.close()
     return {"rss_start_kb": start.get("VmRSS"), "hwm_start_kb": start.get("VmHWM"),

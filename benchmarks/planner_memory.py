@@ -1,8 +1,9 @@
 """Peak memory of a process that serves an attached model, planning in dsa's planner process or inline.
 
-``attach(model, planner="process")`` (the default) plans in a helper process so that numba, llvmlite
-and the planner's compiled kernels never load in the process that serves the model;
-``planner="inline"`` plans in the calling thread. This measures what that is worth: each
+``attach(model, planner="process")`` (the default) plans in place with numpy when greedy by size
+reaches the lower bound (``dsa.strategies.best.portfolio_head``), and otherwise in a helper process,
+so that numba, llvmlite and the planner's compiled kernels never load in the process that serves the
+model; ``planner="inline"`` plans in the calling thread with ``dsa.solve``. This measures what that is worth: each
 configuration runs in a fresh interpreter, which imports torch and dsa's adapter, builds the model
 and its input, reads its RSS (the baseline), then runs ``1 + --calls`` calls in one of the modes
 below and reads its peak RSS (``VmHWM``); the growth includes torch's own first-call set-up, the
@@ -11,7 +12,8 @@ same in every mode:
 - ``eager``: the plain model, on glibc's malloc;
 - ``eager-tcmalloc``: the plain model with tcmalloc preloaded (when the library is found; on this
   machine class it is the fastest eager allocator of the allocation-heavy models);
-- ``process``: attached, planned in the planner process (whose own peak RSS is reported beside);
+- ``process``: attached with the default planner (where the plan was made, and the planner
+  process's own peak RSS when it was used, are reported beside);
 - ``inline``: attached, planned in this process.
 
 Usage::
@@ -60,7 +62,8 @@ def measure(cfg: dict) -> dict:
            "first_call_s": first_s, "numba_loaded": "numba" in sys.modules}
     if attached:
         rep = fn.report()
-        solution = fn.plan(*x)[1]
+        with torch.inference_mode():  # the signature of the calls above (grad mode is part of it)
+            solution = fn.plan(*x)[1]
         hwm = solution.stats.get("planner_process_hwm_kb")
         with torch.inference_mode():
             expected = model(*x)
@@ -97,14 +100,16 @@ def report(doc: dict) -> str:
              f"Generated {doc['date']} on {doc['machine']} by `{doc['command']}`.", "",
              "Each cell is a fresh interpreter: torch and the adapter imported, the model and its input "
              f"built (its RSS then is the baseline), then 1 + {doc['calls']} calls in the mode of the "
-             "column (torch's own first-call set-up is in every mode's growth). *growth*: peak RSS (VmHWM) minus the baseline, MB. `process`: "
-             "`attach(model)` (plans in dsa's planner process; that process's own peak RSS is in the last "
-             "column, and it exits after 30 idle seconds); `inline`: `attach(model, planner=\"inline\")`. "
-             "*first call*: the call that profiles and plans, seconds.", "",
+             "column (torch's own first-call set-up is in every mode's growth). *growth*: peak RSS (VmHWM) "
+             "minus the baseline, MB. `process`: `attach(model)`, the default (plans in place with numpy when "
+             "greedy by size reaches the lower bound, *planned in* `inline`; otherwise in dsa's planner "
+             "process, *planned in* `process`, whose own peak RSS is in the last column and which exits "
+             "after 30 idle seconds); `inline`: `attach(model, planner=\"inline\")` (`dsa.solve` in the "
+             "calling thread). *first call*: the call that profiles and plans, seconds.", "",
              "| model | batch | size | eager growth | eager tcmalloc growth | attached growth (process) | "
              "attached growth (inline) | slab MB | first call s (process / inline) | numba in the served "
-             "process (process / inline) | planner process peak MB |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "process (process / inline) | planned in (process) | planner process peak MB |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
 
     def cell(point, mode, key, fmt="{:.1f}"):
         r = by.get((*point, mode))
@@ -120,6 +125,7 @@ def report(doc: dict) -> str:
                      f"{cell(p, 'inline', 'growth_mb')} | {cell(p, 'process', 'slab_mb', '{:.2f}')} | "
                      f"{cell(p, 'process', 'first_call_s', '{:.2f}')} / {cell(p, 'inline', 'first_call_s', '{:.2f}')} | "
                      f"{cell(p, 'process', 'numba_loaded', '{}')} / {cell(p, 'inline', 'numba_loaded', '{}')} | "
+                     f"{cell(p, 'process', 'planned_in', '{}')} | "
                      f"{cell(p, 'process', 'planner_process_peak_mb', '{:.0f}')} |")
     process_vs_eager = []
     for p in points:
