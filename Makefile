@@ -55,8 +55,8 @@ bench-memory: $(PY)
 	$(PIP) -e ".[torch]"
 	$(PY) benchmarks/planner_memory.py
 
-# opt-in: perf profiles (software cpu-clock samples) of eager (glibc, tcmalloc) and attached forwards of the
-# allocation-heavy models, grouped by what the code does (about 2 minutes; needs Debian's linux-perf and
+# opt-in: perf profiles (software cpu-clock samples) of eager and attached forwards (glibc, tcmalloc) of the
+# allocation-heavy models, grouped by what the code does (about 3 minutes; needs Debian's linux-perf and
 # perf_event_paranoid <= 2). Writes docs/results/latency_profile.{json,md}.
 bench-profile: $(PY)
 	$(PIP) -e ".[torch]"

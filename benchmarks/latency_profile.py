@@ -17,6 +17,10 @@ for ``--seconds``, and stops perf. Samples are grouped by the shared object and 
 - *Python and dispatch*: the interpreter, ``libtorch_python``;
 - *other*.
 
+Attached on glibc beside attached on tcmalloc shows what the base allocator still costs once the
+slab serves the tensors: the allocations that are not tensor storage (oneDNN's own objects, which
+it gets from ``posix_memalign``; TensorImpl and other small C++ objects) still go to malloc.
+
 Needs ``perf`` with ``perf_event_paranoid`` <= 2 (software events only: no hardware counters needed).
 Usage::
 
@@ -40,7 +44,7 @@ HERE = Path(__file__).resolve().parent
 CATEGORIES = ("page faults and zeroing (kernel)", "allocator", "memset / memcpy", "ATen kernels",
               "oneDNN JIT code", "Python and dispatch", "other")
 # (mode, allocator) columns, in the order of the report
-COLUMNS = (("eager", "glibc"), ("eager", "tcmalloc"), ("attached", "glibc"))
+COLUMNS = (("eager", "glibc"), ("eager", "tcmalloc"), ("attached", "glibc"), ("attached", "tcmalloc"))
 ALLOC_SYMBOLS = ("malloc", "free", "calloc", "realloc", "memalign", "posix_memalign", "aligned_alloc",
                  "_int_malloc", "_int_free", "sysmalloc", "systrim", "malloc_consolidate", "unlink_chunk",
                  "tcache", "arena", "mmap", "munmap", "madvise", "brk", "sbrk", "cfree")
@@ -189,7 +193,7 @@ def main(argv=None) -> int:
 
     argv = sys.argv[1:] if argv is None else argv
     ap = grid_parser(__doc__.splitlines()[0], models=("unet", "mobilenet", "mobilenet_v2"), batches=(8,),
-                     sizes=(224,))
+                     sizes=(64, 224))
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--frequency", type=int, default=999)
     args = ap.parse_args(argv)
