@@ -70,7 +70,7 @@ def warm_planner() -> None:
     Run once in the zygote, and again in each RSS child before its starting RSS is read: a forked
     child inherits the parent's anonymous pages but maps its file-backed code pages again as it
     touches them, which would otherwise count against whichever side plans. The tiny model is
-    planned in place (greedy by size reaches its bound: ``dsa.strategies.best.portfolio_head``), so
+    planned in place (a greedy member reaches its bound: ``dsa.strategies.best.portfolio_head``), so
     no planner process starts here; a model whose trace needs one starts its own in the child (a
     forked child does not use its parent's, see ``dsa._planner_process``), and the pair phase's
     first call pays for it.

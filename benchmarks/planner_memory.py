@@ -1,7 +1,7 @@
 """Peak memory of a process that serves an attached model, planning in dsa's planner process or inline.
 
-``attach(model, planner="process")`` (the default) plans in place with numpy when greedy by size
-reaches the lower bound (``dsa.strategies.best.portfolio_head``), and otherwise in a helper process,
+``attach(model, planner="process")`` (the default) plans in place with numpy when one of ``best``'s
+greedy members reaches the lower bound (``dsa.strategies.best.portfolio_head``), and otherwise in a helper process,
 so that numba, llvmlite and the planner's compiled kernels never load in the process that serves the
 model; ``planner="inline"`` plans in the calling thread with ``dsa.solve``. This measures what that is worth: each
 configuration runs in a fresh interpreter, which imports torch and dsa's adapter, builds the model
@@ -102,7 +102,7 @@ def report(doc: dict) -> str:
              f"built (its RSS then is the baseline), then 1 + {doc['calls']} calls in the mode of the "
              "column (torch's own first-call set-up is in every mode's growth). *growth*: peak RSS (VmHWM) "
              "minus the baseline, MB. `process`: `attach(model)`, the default (plans in place with numpy when "
-             "greedy by size reaches the lower bound, *planned in* `inline`; otherwise in dsa's planner "
+             "a greedy member of `best` reaches the lower bound, *planned in* `inline`; otherwise in dsa's planner "
              "process, *planned in* `process`, whose own peak RSS is in the last column and which exits "
              "after 30 idle seconds); `inline`: `attach(model, planner=\"inline\")` (`dsa.solve` in the "
              "calling thread). *first call*: the call that profiles and plans, seconds.", "",

@@ -158,23 +158,29 @@ def test_plain_calls_repeat():
 @given(problems())
 @settings(max_examples=150)
 def test_the_portfolio_head_is_bests_plan_whenever_it_gives_one(problem):
-    """portfolio_head gives a plan exactly when greedy by size (first fit) reaches the bound, and it
-    is the plan best returns (it stops at its first member then)."""
+    """portfolio_head gives a plan exactly when a greedy member reaches the bound, and it is the plan
+    best returns (it stops at the first such member, as best does)."""
     head = portfolio_head(problem)
-    first = dsa.solve(problem, "greedy", order="size", fit="first")
-    assert (head is not None) == (first.peak == dsa.lower_bound(problem))
+    bound = dsa.lower_bound(problem)
+    reaching = [f"{order}/{fit}" for order, fit in MEMBERS
+                if dsa.solve(problem, "greedy", order=order, fit=fit).peak == bound]
+    assert (head is not None) == bool(reaching)  # small problems: every member is within the work
     if head is not None:
         best = dsa.solve(problem, "best")
-        assert np.array_equal(head.offsets, best.offsets) and best.stats["member"] == "size/first"
-        assert head.strategy == "best" and head.stats["member"] == "size/first"
+        assert np.array_equal(head.offsets, best.offsets)
+        assert head.strategy == "best" and head.stats["member"] == best.stats["member"] == reaching[0]
+        assert head.stats["peaks"] == {k: best.stats["peaks"][k] for k in head.stats["peaks"]}
         dsa.validate(problem, head.offsets)
 
 
-def test_the_portfolio_head_skips_large_problems_and_misses_where_greedy_by_size_does():
-    assert portfolio_head(TRAP) is None  # greedy by size stacks the trap's buffers above LOAD
+def test_the_portfolio_head_stops_where_best_does_and_within_its_work():
+    head, best = portfolio_head(TRAP), dsa.solve(TRAP, "best")
+    assert head.stats["member"] == best.stats["member"] != "size/first"  # greedy by size misses LOAD
+    assert np.array_equal(head.offsets, best.offsets) and head.peak == dsa.load(TRAP)
+    n = len(TRAP)
+    assert portfolio_head(TRAP, max_work=n * n) is None  # only greedy by size is allowed: it misses
     easy = dsa.Problem([0, 0, 1], [2, 1, 3], [4, 4, 4])
-    assert portfolio_head(easy).peak == 8
-    assert portfolio_head(easy, max_rows=2) is None
+    assert portfolio_head(easy).peak == 8 and portfolio_head(easy, max_work=8) is None
 
 
 def test_an_unknown_greedy_engine_is_refused():

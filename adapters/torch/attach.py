@@ -401,8 +401,8 @@ class AttachedModule(torch.nn.Module):
 
         The helper's plan is validated here, by the same validator ``dsa.solve`` uses (without
         numba: see :mod:`dsa.overlap`); if no helper answers, the plan is made inline. Before the
-        helper, ``best``'s plan is tried here when its first member reaches the lower bound
-        (:func:`dsa.strategies.best.portfolio_head`, numpy only): on most models it does, in
+        helper, ``best``'s plan is tried here when one of its greedy members reaches the lower
+        bound (:func:`dsa.strategies.best.portfolio_head`, numpy only): on most models one does, in
         milliseconds, and no helper has to start.
         """
         if self._planner == "process":
@@ -427,8 +427,9 @@ class AttachedModule(torch.nn.Module):
         return solve(problem, strategy=self._strategy, **self._solve_options)
 
     def _head(self, problem):
-        """``best``'s plan made in this thread when its first member reaches the lower bound, else
-        None (another strategy, options other than ``time_limit``, or the member misses it)."""
+        """``best``'s plan made in this thread when a greedy member reaches the lower bound, else
+        None (another strategy, options other than ``time_limit``, or no member within the head's
+        work reaches it)."""
         if self._strategy != "best" or set(self._solve_options) - {"time_limit", "validate"}:
             return None
         from dsa.budget import Budget
@@ -681,11 +682,10 @@ def attach(model, strategy="best", *, max_replans: int = 3, max_signatures: int 
         kernels (about 120 MB of resident memory for the life of a process) never load in the
         process that serves the model; the plan comes back and is validated here. The helper's
         start adds about 0.3 s to the first plan of a process. With ``strategy="best"`` and no
-        options but ``time_limit``, a trace on which the portfolio's first member (greedy by size,
-        first fit) reaches the lower bound -- most models' -- is planned in the calling thread
-        without numba and without the helper, in milliseconds: ``best`` would return that very
-        plan (see :func:`dsa.strategies.best.portfolio_head`). ``"inline"``: in the calling
-        thread. A callable ``strategy`` always plans inline; if no helper can be started or it
+        options but ``time_limit``, a trace on which one of the portfolio's greedy members reaches
+        the lower bound -- most models' -- is planned in the calling thread without numba and
+        without the helper, in milliseconds: ``best`` would return that very plan (see
+        :func:`dsa.strategies.best.portfolio_head`). ``"inline"``: in the calling thread. A callable ``strategy`` always plans inline; if no helper can be started or it
         does not answer, the plan is made inline with a :class:`PlanningWarning`.
     op_stacks : bool
         Record the stack of ATen ops in flight at each allocation of a profiled pass (what
