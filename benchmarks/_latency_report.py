@@ -306,10 +306,10 @@ def render_markdown(doc: dict, plots: list[str] | None = None) -> str:
               f"*Allocation-heavy* point: {s['heavy_definition']}. *attached(glibc)*: dsa on the default "
               "allocator, no preload. *RSS growth*: peak RSS (VmHWM) of a process that ran only that side "
               "minus its RSS at the start of the measurement (interpreter, torch and dsa are loaded before, "
-              "identically for both sides; attach plans in the measured process when a greedy ordering reaches "
-              "the lower bound, which counts here, and otherwise in dsa's planner process, whose own peak "
-              "RSS is not part of this figure: see `planner_memory.md`). Latencies are per call and per serving "
-              "thread (each serving thread runs its own forward loop on the same model).", ""]
+              "identically for both sides; attach plans in the measured process when a greedy ordering "
+              "reaches the lower bound, which counts here, and otherwise in dsa's planner process, whose own "
+              "peak RSS is not part of this figure: see `planner_memory.md`). Latencies are per call and per "
+              "serving thread (each serving thread runs its own forward loop on the same model).", ""]
     ov = [o for o in doc.get("overhead", [])]
     if ov:
         lines += ["## Per-call overhead (one-op model `x + 1`, 16 floats, one thread)", "",

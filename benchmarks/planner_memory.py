@@ -1,13 +1,13 @@
 """Peak memory of a process that serves an attached model, planning in dsa's planner process or inline.
 
 ``attach(model, planner="process")`` (the default) plans in place with numpy when one of ``best``'s
-greedy members reaches the lower bound (``dsa.strategies.best.portfolio_head``), and otherwise in a helper process,
-so that numba, llvmlite and the planner's compiled kernels never load in the process that serves the
-model; ``planner="inline"`` plans in the calling thread with ``dsa.solve``. This measures what that is worth: each
-configuration runs in a fresh interpreter, which imports torch and dsa's adapter, builds the model
-and its input, reads its RSS (the baseline), then runs ``1 + --calls`` calls in one of the modes
-below and reads its peak RSS (``VmHWM``); the growth includes torch's own first-call set-up, the
-same in every mode:
+greedy members reaches the lower bound (``dsa.strategies.best.portfolio_head``), and otherwise in a
+helper process, so that numba, llvmlite and the planner's compiled kernels never load in the process
+that serves the model; ``planner="inline"`` plans in the calling thread with ``dsa.solve``. This
+measures what that is worth: each configuration runs in a fresh interpreter, which imports torch
+and dsa's adapter, builds the model and its input, reads its RSS (the baseline), then runs
+``1 + --calls`` calls in one of the modes below and reads its peak RSS (``VmHWM``); the growth
+includes torch's own first-call set-up, the same in every mode:
 
 - ``eager``: the plain model, on glibc's malloc;
 - ``eager-tcmalloc``: the plain model with tcmalloc preloaded (when the library is found; on this
@@ -101,11 +101,11 @@ def report(doc: dict) -> str:
              "Each cell is a fresh interpreter: torch and the adapter imported, the model and its input "
              f"built (its RSS then is the baseline), then 1 + {doc['calls']} calls in the mode of the "
              "column (torch's own first-call set-up is in every mode's growth). *growth*: peak RSS (VmHWM) "
-             "minus the baseline, MB. `process`: `attach(model)`, the default (plans in place with numpy when "
-             "a greedy member of `best` reaches the lower bound, *planned in* `inline`; otherwise in dsa's planner "
-             "process, *planned in* `process`, whose own peak RSS is in the last column and which exits "
-             "after 30 idle seconds); `inline`: `attach(model, planner=\"inline\")` (`dsa.solve` in the "
-             "calling thread). *first call*: the call that profiles and plans, seconds.", "",
+             "minus the baseline, MB. `process`: `attach(model)`, the default (plans in place with numpy "
+             "when a greedy member of `best` reaches the lower bound, *planned in* `inline`; otherwise in "
+             "dsa's planner process, *planned in* `process`, whose own peak RSS is in the last column and "
+             "which exits after 30 idle seconds); `inline`: `attach(model, planner=\"inline\")` "
+             "(`dsa.solve` in the calling thread). *first call*: the call that profiles and plans, seconds.", "",
              "| model | batch | size | eager growth | eager tcmalloc growth | attached growth (process) | "
              "attached growth (inline) | slab MB | first call s (process / inline) | numba in the served "
              "process (process / inline) | planned in (process) | planner process peak MB |",

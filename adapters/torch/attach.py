@@ -685,8 +685,9 @@ def attach(model, strategy="best", *, max_replans: int = 3, max_signatures: int 
         options but ``time_limit``, a trace on which one of the portfolio's greedy members reaches
         the lower bound -- most models' -- is planned in the calling thread without numba and
         without the helper, in milliseconds: ``best`` would return that very plan (see
-        :func:`dsa.strategies.best.portfolio_head`). ``"inline"``: in the calling thread. A callable ``strategy`` always plans inline; if no helper can be started or it
-        does not answer, the plan is made inline with a :class:`PlanningWarning`.
+        :func:`dsa.strategies.best.portfolio_head`). ``"inline"``: in the calling thread. A
+        callable ``strategy`` always plans inline; if no helper can be started or it does not
+        answer, the plan is made inline with a :class:`PlanningWarning`.
     op_stacks : bool
         Record the stack of ATen ops in flight at each allocation of a profiled pass (what
         :func:`profile` records; a heap map can label blocks with it). Planning does not need it, and

@@ -57,16 +57,16 @@ MAX_THREADS = 4
 
 
 def portfolio_head(problem, *, max_work: int = HEAD_WORK):
-    """The plan of :func:`solve` when one of its greedy members reaches the lower bound, made without numba.
+    """The plan of :func:`solve` when a greedy member reaches the lower bound, made without numba.
 
     The portfolio runs its greedy members in the order of ``MEMBERS`` (greedy by size with first fit
     first) and stops at the first plan that reaches the lower bound: :func:`solve` returns that plan,
-    proven optimal. This runs the same members in the same order with the numpy engine of
-    :func:`dsa.strategies.greedy.greedy_offsets` (same plans, O(n^2) each) and stops at the same
-    place, so a process that must not load numba (the torch adapter's served process) gets
-    ``solve``'s plan of such problems without starting a planner. On the adapter's traces of its
-    example models (69 configurations, up to 1,351 rows) the first member reached the bound in 60
-    and a later one in the other 9, in at most 22 ms.
+    proven optimal (unless its time limit ends the portfolio before that member). This runs the same
+    members in the same order with the numpy engine of :func:`dsa.strategies.greedy.greedy_offsets`
+    (same plans, O(n^2) each) and stops at the same place, so a process that must not load numba
+    (the torch adapter's served process) gets ``solve``'s plan of such problems without starting a
+    planner. On the adapter's traces of its example models (69 configurations, up to 1,351 rows) the
+    first member reached the bound in 60 and a later one in the other 9, in at most 22 ms.
 
     Parameters
     ----------
