@@ -418,7 +418,7 @@ def _mlp():
 
 @pytest.fixture
 def no_head(monkeypatch):
-    """Plans of ``best`` skip the head (greedy by size at the bound, made here): the helper plans."""
+    """Plans of ``best`` skip the head (its greedy members at the bound, made here): the helper plans."""
     from dsa.strategies import best
 
     monkeypatch.setattr(best, "portfolio_head", lambda problem: None)
