@@ -62,8 +62,8 @@ def portfolio_head(problem, *, max_work: int = HEAD_WORK):
     The portfolio runs its greedy members in the order of ``MEMBERS`` (greedy by size with first fit
     first) and stops at the first plan that reaches the lower bound: :func:`solve` returns that plan,
     proven optimal (unless its time limit ends the portfolio before that member). This runs the same
-    members in the same order with the numpy engine of :func:`dsa.strategies.greedy.greedy_offsets`
-    (same plans, O(n^2) each) and stops at the same place, so a process that must not load numba
+    loop over the same members with the numpy engine of :func:`dsa.strategies.greedy.greedy_offsets`
+    (same plans, O(n^2) each), so it stops at the same place, so a process that must not load numba
     (the torch adapter's served process) gets ``solve``'s plan of such problems without starting a
     planner. On the adapter's traces of its example models (69 configurations, up to 1,351 rows) the
     first member reached the bound in 60 and a later one in the other 9, in at most 22 ms.
@@ -82,24 +82,19 @@ def portfolio_head(problem, *, max_work: int = HEAD_WORK):
         ``stats["member"]``, ``stats["peaks"]`` of the members run, ``stats["portfolio_peak"]``), or
         None when no member allowed by ``max_work`` reaches the bound.
     """
-    t0 = time.perf_counter()
     n = len(problem)
+    allowed = max_work // (n * n) if n else len(MEMBERS)
+    if allowed < 1:
+        return None
+    t0 = time.perf_counter()
     bound = lower_bound(problem)
-    orders: dict = {}
-    peaks: dict = {}
-    for k, (order, fit) in enumerate(MEMBERS):
-        if (k + 1) * n * n > max_work:
-            return None
-        if order not in orders:
-            orders[order] = order_rows(problem, order)
-        offsets = greedy_offsets(problem, orders[order], fit, engine="numpy")
-        label = _member_label((order, fit))
-        peaks[label] = plan_peak(problem, offsets)
-        if peaks[label] <= bound:
-            stats = {"member": label, "peaks": peaks, "portfolio_peak": peaks[label],
-                     "portfolio_s": time.perf_counter() - t0, "improved": 0}
-            return make_solution(problem, offsets, strategy="best", stats=stats)
-    return None
+    phase1 = _portfolio(problem, list(MEMBERS[:allowed]), None, bound, 0, 0, Budget(None),
+                        engine="numpy")
+    if phase1["peak"] is None or phase1["peak"] > bound:
+        return None
+    stats = {"member": phase1["winner"], "peaks": phase1["peaks"], "portfolio_peak": phase1["peak"],
+             "portfolio_s": time.perf_counter() - t0, "improved": 0}
+    return make_solution(problem, phase1["best"], strategy="best", stats=stats)
 
 
 def _member_label(member) -> str:
@@ -160,9 +155,11 @@ def _is_greedy(member) -> bool:
     return isinstance(member, tuple) and not isinstance(member[1], dict)
 
 
-def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_max_n=None):
+def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_max_n=None,
+               engine="auto"):
     """Phase 1: run the members in order, keep the lowest peak; stop at ``bound``, or when the budget
-    is spent once a plan exists (``cut`` in the result says so).
+    is spent once a plan exists (``cut`` in the result says so). ``engine`` is the greedy members'
+    (see :func:`dsa.strategies.greedy.greedy_offsets`).
 
     On large problems consecutive greedy members run a few at a time on a thread pool (the
     placement kernel releases the GIL); results are taken in member order, so the outcome does not
@@ -194,7 +191,7 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
         return state["peak"] <= bound
 
     def place(job):
-        return greedy_offsets(problem, job[1], job[2], sweep=sweep)
+        return greedy_offsets(problem, job[1], job[2], sweep=sweep, engine=engine)
 
     workers = min(os.cpu_count() or 1, MAX_THREADS) if len(problem) >= PARALLEL_MIN_N else 1
     pool = ThreadPoolExecutor(workers) if workers > 1 else None
