@@ -387,8 +387,8 @@ def test_thousand_replays_keep_rss_flat_and_serve_from_the_slab():
     end = m.report()
     from_slab = end["bytes_from_slab"] - start["bytes_from_slab"]
     from_default = end["bytes_from_default"] - start["bytes_from_default"]
-    assert end["replays"] - start["replays"] == 1000 and end["fallbacks"] == 0
-    assert from_slab / (from_slab + from_default) > 0.90
+    assert end["replays"] - start["replays"] == 1000 and end["fallbacks"] == 0, (start, end)
+    assert from_slab / (from_slab + from_default) > 0.90, (from_slab, from_default)
     assert after - before < 4 * 2**20, f"RSS grew by {(after - before) / 2**20:.1f} MiB"
 
 
