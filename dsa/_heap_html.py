@@ -4,7 +4,9 @@ The page embeds the plan as JSON in a ``<script type="application/json">`` eleme
 canvas with its own inline script: no network access when it is viewed. Every string of the plan
 (ids, op names, the title, the strategy) reaches the page only inside that JSON, with ``<``, ``>``
 and ``&`` written as ``\\u003c``, ``\\u003e`` and ``\\u0026``, and is shown with ``textContent``; the
-``<title>`` element is HTML-escaped.
+``<title>`` element is HTML-escaped. Every string is valid Unicode text: an unpaired surrogate (which
+UTF-8 cannot encode, and which crashes Chromium when the page shows it) becomes U+FFFD, and a pair of
+surrogates the character it encodes (see :func:`unicode_text`).
 
 JSON layout (``version`` 1), one entry per row in the column lists::
 
@@ -32,6 +34,19 @@ _EXACT = 2**53  # JavaScript numbers hold every integer up to this exactly
 _MARKERS = re.compile(r"__DSA_(TITLE|DATA)__")
 
 
+def unicode_text(text: str) -> str:
+    """``text`` with each unpaired surrogate replaced by U+FFFD and each surrogate pair joined.
+
+    Python strings may hold surrogate code points (from ``"\\ud800"`` in JSON, or
+    ``os.fsdecode``); UTF-8 cannot encode them, and a lone one in a page's JSON crashes Chromium
+    when it draws the text. A high surrogate followed by a low one is the character they encode
+    in UTF-16, as JSON and JavaScript read them.
+    """
+    if text.isascii():
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 def _column(values) -> list:
     """A list for JSON: ints, or decimal strings when any magnitude exceeds 2**53."""
     arr = np.asarray(values, dtype=np.int64)
@@ -50,18 +65,18 @@ def _scalar(value):
 def _id(label):
     if isinstance(label, numbers.Integral) and not isinstance(label, (bool, np.bool_)):
         return _scalar(label)
-    return str(label)
+    return unicode_text(str(label))
 
 
 def _stack_of(item, row: int) -> tuple:
     if item is None:
         return ()
     if isinstance(item, str):
-        return (item,) if item else ()
+        return (unicode_text(item),) if item else ()
     if isinstance(item, bytes) or not isinstance(item, (Sequence, np.ndarray)):
         raise ValueError(f"op_stacks[{row}]: expected a string, a sequence of strings or None, "
                          f"got {type(item).__name__}")
-    return tuple(str(op) for op in item)
+    return tuple(unicode_text(str(op)) for op in item)
 
 
 def _trace_index(label, row: int) -> int:
@@ -118,7 +133,7 @@ def page_data(problem, offsets, *, solution=None, title: str | None = None, op_s
     times, live = live_bytes(problem)
     doc = {
         "version": 1,
-        "title": str(title),
+        "title": unicode_text(str(title)),
         "ids": [_id(label) for label in problem.ids],
         "start": _column(problem.starts),
         "end": _column(problem.ends),
@@ -132,9 +147,9 @@ def page_data(problem, offsets, *, solution=None, title: str | None = None, op_s
         "load": _scalar(load(problem)),
         "lower_bound": _scalar(lower),
         "capacity": _scalar(problem.capacity),
-        "strategy": strategy,
-        "status": "" if status is None else str(getattr(status, "value", status)),
-        "message": str(getattr(solution, "message", "") or ""),
+        "strategy": unicode_text(strategy),
+        "status": "" if status is None else unicode_text(str(getattr(status, "value", status))),
+        "message": unicode_text(str(getattr(solution, "message", "") or "")),
         "time_s": None if time_s is None else float(time_s),
     }
     per_row = op_stacks_per_row(problem, op_stacks)

@@ -1,11 +1,15 @@
 """Command line: ``python -m dsa solve|compare|validate|strategies``.
 
 Errors are printed as one line starting with ``error:`` and exit with code 2; an invalid plan given to
-``validate`` exits with code 1.
+``validate`` exits with code 1. No input gives a traceback: an unexpected exception is reported on one
+line as an internal error (set the environment variable ``DSA_TRACEBACK=1`` to see its traceback). A
+KeyboardInterrupt is not caught.
 """
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -45,16 +49,17 @@ def _read(path: Path, capacity):
     return problem
 
 
-def _plot(problem, sol, path: str, source: Path, title: str) -> None:
+def _plot(problem, sol, path: str, source: Path, title: str) -> Path:
     """Write the heap map of ``sol`` to ``path``: an HTML page for ``.html``/``.htm``, else matplotlib.
 
     For an HTML page of a CSV with a ``stack`` column (an adapter trace written by ``Trace.to_csv``),
-    the op stacks go into the tooltips.
+    the op stacks go into the tooltips. Returns the path written (``heap`` is written as ``heap.png``).
     """
-    from dsa.plot import _output_format, heap_map
+    from dsa.plot import _output_format, heap_map, output_path
 
     stacks = _csv_op_stacks(source, len(problem)) if _output_format(None, path) == "html" else None
     heap_map(problem, sol, path=path, title=title, op_stacks=stacks)
+    return output_path(path)
 
 
 def _csv_op_stacks(path: Path, n: int) -> list | None:
@@ -64,7 +69,7 @@ def _csv_op_stacks(path: Path, n: int) -> list | None:
     if path.suffix.lower() != ".csv":
         return None
     try:
-        with open(path, newline="") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:  # as dsa.read_csv reads it
             reader = csv.reader(f)
             header = [name.strip().lower() for name in next(reader, [])]
             if "stack" not in header:
@@ -99,8 +104,8 @@ def _cmd_solve(args) -> int:
         (dsa.write_json if out.suffix.lower() == ".json" else dsa.write_csv)(out, problem, sol)
         print(f"plan written to {out}")
     if args.plot and sol.offsets is not None:
-        _plot(problem, sol, args.plot, Path(args.input), f"{Path(args.input).stem}: {sol.strategy}")
-        print(f"heap map written to {args.plot}")
+        written = _plot(problem, sol, args.plot, Path(args.input), f"{Path(args.input).stem}: {sol.strategy}")
+        print(f"heap map written to {written}")
     return EXIT_OK if sol.success else EXIT_INVALID
 
 
@@ -152,8 +157,8 @@ def _cmd_compare(args) -> int:
     if args.plot and best_overall is not None:
         ratio, problem, sol, path = best_overall
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-        _plot(problem, sol, args.plot, path, f"{path.stem}: {sol.strategy} (peak/LOAD {ratio:.3f})")
-        print(f"heap map of the hardest case ({path.stem}, {sol.strategy}) written to {args.plot}")
+        written = _plot(problem, sol, args.plot, path, f"{path.stem}: {sol.strategy} (peak/LOAD {ratio:.3f})")
+        print(f"heap map of the hardest case ({path.stem}, {sol.strategy}) written to {written}")
     return EXIT_OK
 
 
@@ -270,14 +275,84 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``) and return the exit code.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after the program name.
+
+    Returns
+    -------
+    int
+        0 on success, 1 for a plan that is invalid or does not fit, 2 for any error (bad arguments,
+        unreadable or invalid files, a file that cannot be written, a missing optional extra...),
+        which is printed as one line starting with ``error:`` on stderr.
+    """
     args = _parser().parse_args(argv)
+    stdout = sys.stdout
+    errors = getattr(stdout, "errors", None)
+    _set_errors(stdout, "backslashreplace")  # file names that are not valid UTF-8 are printed escaped
     try:
-        return args.func(args)
-    except (ValueError, OSError, ImportError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        code = args.func(args)
+        stdout.flush()  # here, so that a closed pipe is reported below and not at the interpreter's exit
+        return code
+    except KeyboardInterrupt:
+        raise
+    except BrokenPipeError as exc:
+        # a print met a closed stdout (`| head`): stop quietly; a FIFO given as -o or --plot lost its
+        # reader (dsa.io.write_file names the path): say so
+        if exc.filename is not None:
+            _error(exc)
+        try:
+            stdout.flush()
+        except (OSError, ValueError):
+            _silence_stdout()
         return EXIT_USAGE
+    except (ValueError, OSError, ImportError, ArithmeticError, RecursionError) as exc:
+        # ValueError includes UnicodeError; ArithmeticError includes OverflowError
+        _error(exc)
+        return EXIT_USAGE
+    except MemoryError:
+        _error("out of memory")
+        return EXIT_USAGE
+    except Exception as exc:
+        if os.environ.get("DSA_TRACEBACK"):
+            raise
+        _error(f"internal error ({type(exc).__name__}): {_text_of(exc)} (set DSA_TRACEBACK=1 to see the "
+               "traceback)")
+        return EXIT_USAGE
+    finally:
+        _set_errors(stdout, errors)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+def _set_errors(stream, errors) -> None:
+    if errors is not None and callable(getattr(stream, "reconfigure", None)):
+        try:
+            stream.reconfigure(errors=errors)
+        except (ValueError, OSError, AttributeError, LookupError):
+            pass
+
+
+def _text_of(exc) -> str:
+    """An exception's message on one line (its type's name if it has none)."""
+    text = re.sub(r"\s*[\r\n]+\s*", " ", str(exc)).strip()
+    return text or type(exc).__name__
+
+
+def _error(exc) -> None:
+    message = exc if isinstance(exc, str) else _text_of(exc)
+    try:
+        print(f"error: {message}", file=sys.stderr)
+    except (OSError, ValueError):  # stderr is closed or cannot take the text: the exit code says it
+        pass
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass

@@ -9,9 +9,13 @@ columns plus ``offset``, so MiniMalloc and dsa read each other's files.
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import os
+import re
+import stat
+import sys
 import tempfile
 from pathlib import Path
 
@@ -19,7 +23,7 @@ import numpy as np
 
 from dsa.problem import FREE, Problem, _as_int_column
 
-__all__ = ["read_csv", "write_csv", "read_plan", "read_json", "write_json", "read"]
+__all__ = ["read_csv", "write_csv", "read_plan", "read_json", "write_json", "read", "write_file"]
 
 _ALIASES = {
     "id": "id", "buffer": "id", "buffer_id": "id",
@@ -54,7 +58,7 @@ def _read_table(path) -> tuple[Problem, np.ndarray | None]:
 
 
 def _parse_table(path: Path) -> tuple[Problem, np.ndarray | None]:
-    with open(path, newline="") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:  # -sig: Excel's "CSV UTF-8" starts with a BOM
         reader = csv.reader(f)
         try:
             header = next(reader)
@@ -194,31 +198,140 @@ def write_csv(path, problem: Problem, solution=None) -> None:
         if offsets is not None:
             row.append("" if offsets[i] is None else int(offsets[i]))
         w.writerow(row)
-    _write_atomically(path, text.getvalue())
+    write_file(path, _encode(path, text.getvalue()))
 
 
-def _write_atomically(path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path`` and rename it into place.
+_CHUNK = 1 << 20  # bytes per os.write call
+# the paths through which a process writes to one of its own open file descriptors
+_FD_PATH = re.compile(r"^/(?:dev/fd|proc/self/fd|proc/(\d+)/fd)/(\d+)$")
 
-    A failure (an unserialisable value before, a full disk during) leaves no partial file behind.
+
+def write_file(path, data) -> Path:
+    """Write ``data`` (``bytes``, or ``str`` written as UTF-8) to ``path``, whole or not at all.
+
+    What ``path`` names decides how:
+
+    * a regular file, or nothing yet: the data goes to a temporary file in the same directory, which
+      is flushed to disk and renamed over ``path`` (:func:`os.replace`). A failure at any point (a
+      full disk, say) leaves the old file as it was and removes the temporary file. A file that is
+      replaced keeps its permission bits; a new file gets the mode the umask allows.
+    * a symbolic link to a regular file, or a dangling one: the same, next to the link's final
+      target (:func:`os.path.realpath`), so that the link stays a link and its target is written.
+    * a FIFO, a character or block device, or anything else that is not a regular file (after
+      following links): opened and written directly, as a shell's ``>`` would (a FIFO waits for
+      its reader).
+    * a process's own file descriptor, ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` or
+      ``/proc/self/fd/N`` (directly or through links): written to that descriptor at its current
+      position, after flushing :data:`sys.stdout` and :data:`sys.stderr`, so that the output of a
+      command redirected to a file keeps both what it printed and the data.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Where to write.
+    data : bytes or str
+        The contents. A ``str`` is encoded as UTF-8 first, so an unencodable string (one with an
+        unpaired surrogate) raises before anything is touched.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``, as given.
+
+    Raises
+    ------
+    OSError
+        If the file cannot be written (the error names ``path``, not the temporary file), or if
+        ``path`` is a directory.
+    UnicodeEncodeError
+        If ``data`` is a ``str`` that UTF-8 cannot encode (a :class:`ValueError`).
     """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    path = Path(os.fspath(path))
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    data = memoryview(data).cast("B")
     try:
+        fd = _own_descriptor(path)
+        if fd is not None:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (AttributeError, ValueError, OSError):  # closed or replaced streams
+                    pass
+            _write_all(fd, data)
+            return path
+        try:
+            info = os.stat(path)  # follows links
+        except FileNotFoundError:
+            info = None
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(path))
+        if info is not None and not stat.S_ISREG(info.st_mode):  # FIFO, device, socket...
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o666)
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
+            return path
+        _replace(Path(os.path.realpath(path)), data, None if info is None else stat.S_IMODE(info.st_mode))
+    except OSError as exc:
+        if exc.errno is None or exc.filename == str(path):
+            raise
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+    return path
+
+
+def _own_descriptor(path: Path) -> int | None:
+    """The descriptor ``path`` names if it, or a link it goes through, is ``/dev/fd/N`` and the like."""
+    hop = os.path.abspath(path)
+    for _ in range(40):  # the kernel's limit on links followed
+        match = _FD_PATH.match(hop)
+        if match and (match.group(1) is None or int(match.group(1)) == os.getpid()):
+            return int(match.group(2))
+        try:
+            target = os.readlink(hop)
+        except OSError:  # not a link, or not there
+            return None
+        hop = os.path.normpath(os.path.join(os.path.dirname(hop), target))
+    return None
+
+
+def _write_all(fd: int, data: memoryview) -> None:
+    while data:
+        data = data[os.write(fd, data[:_CHUNK]):]
+
+
+def _replace(target: Path, data: memoryview, mode: int | None) -> None:
+    """Write ``data`` to a temporary file beside ``target``, flush it to disk, rename it over ``target``."""
+    if mode is None:
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; give it a new file's mode
-        with os.fdopen(fd, "w", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        mode = 0o666 & ~umask  # mkstemp makes the file private; give it a new file's mode
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        try:
+            os.fchmod(fd, mode)
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
             pass
         raise
+
+
+def _encode(path, text: str) -> bytes:
+    """``text`` as UTF-8, or a ValueError naming the file and the character that has no encoding."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = text.count("\n", 0, exc.start) + 1
+        raise ValueError(f"cannot write {path}: line {line} holds {exc.object[exc.start:exc.end]!r}, which "
+                         f"UTF-8 cannot encode ({exc.reason}); ids must be valid Unicode text") from None
 
 
 def _offsets_of(problem, solution):
@@ -251,7 +364,7 @@ def write_json(path, problem: Problem, solution=None) -> None:
         text = json.dumps(doc, indent=1, default=_plain)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"cannot write {path} as JSON: {exc}") from None
-    _write_atomically(path, text)
+    write_file(path, _encode(path, text))
 
 
 def _plain(value):
@@ -263,7 +376,7 @@ def _plain(value):
 
 def _load_json(path: Path) -> dict:
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8-sig") as f:  # a BOM (Windows editors) is skipped
             doc = json.load(f)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON ({exc})") from None

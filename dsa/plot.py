@@ -6,11 +6,12 @@ dependency) with zoom, pan and a tooltip per buffer.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["heap_map"]
+__all__ = ["heap_map", "output_path"]
 
 _HTML_SUFFIXES = (".html", ".htm")
 _FORMATS = ("html", "png", "svg", "pdf")
@@ -26,6 +27,41 @@ def _output_format(format, path) -> str | None:
     if fmt not in _FORMATS:
         raise ValueError(f"unknown heap map format {format!r}; choose one of {', '.join(map(repr, _FORMATS))}")
     return fmt
+
+
+def output_path(path, format: str | None = None) -> Path:
+    """The file :func:`heap_map` writes for ``path``: ``path`` itself, or ``path`` plus a suffix.
+
+    As matplotlib does, a figure whose ``path`` has no suffix (and no explicit ``format``) is saved in
+    matplotlib's default format (``rcParams["savefig.format"]``, PNG unless configured) with that
+    suffix appended: ``heap`` becomes ``heap.png`` (when nothing named ``heap`` exists, or it is a
+    directory). Every other path is written as given: one with a suffix, and one that exists (a
+    file, a link, a FIFO, ``/dev/stdout``), into which the figure then goes.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The ``path`` given to :func:`heap_map`.
+    format : str, optional
+        The ``format`` given to :func:`heap_map`.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    path = Path(os.fspath(path))
+    if _output_format(format, path) is None and not os.path.splitext(str(path))[1][1:] \
+            and (not os.path.lexists(path) or os.path.isdir(path)):
+        return path.with_name(path.name.rstrip(".") + "." + _default_format())
+    return path
+
+
+def _default_format() -> str:
+    try:
+        import matplotlib
+    except ImportError:  # heap_map will say which extra to install
+        return "png"
+    return str(matplotlib.rcParams["savefig.format"]).lower()
 
 
 def heap_map(problem, solution, path=None, *, ax=None, title: str | None = None, format: str | None = None,
@@ -46,7 +82,10 @@ def heap_map(problem, solution, path=None, *, ax=None, title: str | None = None,
         the status and the proven lower bound shown on the page.
     path : str or path-like, optional
         Write the figure there and close it: PNG, SVG or PDF by suffix, or the HTML page for a
-        ``.html``/``.htm`` suffix (unless ``format`` says otherwise).
+        ``.html``/``.htm`` suffix (unless ``format`` says otherwise). Without a suffix, matplotlib's
+        default format (PNG) is used and its suffix appended (see :func:`output_path`). The file is
+        written whole or not at all, through links and into FIFOs and devices, as
+        :func:`dsa.io.write_file` does: the figure is rendered in memory first.
     ax : matplotlib.axes.Axes, optional
         Draw into this axes instead of a new figure (matplotlib output only).
     title : str, optional
@@ -75,8 +114,11 @@ def heap_map(problem, solution, path=None, *, ax=None, title: str | None = None,
     ValueError
         If the number of offsets does not match the problem, if the solution holds no plan, if
         ``format`` is not one of the values above (the message names it), if ``ax`` is given with
-        HTML output, or if ``op_stacks`` does not give one entry per row (or, for a Trace, a row's
-        id is not one of its allocations).
+        HTML output, if the suffix of ``path`` names no format matplotlib can write, or if
+        ``op_stacks`` does not give one entry per row (or, for a Trace, a row's id is not one of its
+        allocations).
+    OSError
+        If ``path`` cannot be written; an existing file there is left as it was.
 
     Notes
     -----
@@ -93,6 +135,9 @@ def heap_map(problem, solution, path=None, *, ax=None, title: str | None = None,
     event through the normal handler. ``<body>`` carries ``data-status="ok"`` once drawn (or
     ``"error"`` with ``data-error``), and ``data-hover-row`` while a tooltip is shown; the
     ``#plot`` element carries the visible ranges as ``data-view="t0,t1,a0,a1"``.
+
+    Strings are shown as Unicode text: an unpaired surrogate in an id, an op name or the title
+    (which UTF-8 cannot encode, and which crashes Chromium when hovered) is replaced by U+FFFD.
 
     Examples
     --------
@@ -120,9 +165,9 @@ def heap_map(problem, solution, path=None, *, ax=None, title: str | None = None,
                            title=title, op_stacks=op_stacks)
         if path is None:
             return page
-        path = Path(path)
-        path.write_text(page, encoding="utf-8")
-        return path
+        from dsa.io import write_file
+
+        return write_file(path, page)
     return _matplotlib_map(problem, solution, offsets, path, ax=ax, title=title, format=fmt)
 
 
@@ -136,12 +181,33 @@ def _matplotlib_map(problem, solution, offsets, path, *, ax, title, format):
         from matplotlib.collections import PolyCollection
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("heap_map needs matplotlib: pip install 'dsa-planner[plot]'") from exc
+    from dsa._heap_html import unicode_text
     from dsa.bounds import live_bytes, lower_bound
 
-    if ax is None:
+    own = ax is None
+    if own:
         fig, ax = plt.subplots(figsize=(11, 5.5), dpi=110)
     else:
         fig = ax.figure
+    try:
+        _draw(problem, solution, offsets, fig, ax, None if title is None else unicode_text(str(title)),
+              plt=plt, PolyCollection=PolyCollection, live_bytes=live_bytes, lower_bound=lower_bound)
+        if path is not None:
+            import io
+
+            from dsa.io import write_file
+
+            target = output_path(path, format)
+            buffer = io.BytesIO()  # rendered in memory, then written whole (or not at all)
+            fig.savefig(buffer, format=format or os.path.splitext(str(target))[1][1:].lower() or _default_format())
+            write_file(target, buffer.getbuffer())
+    finally:
+        if path is not None and own:
+            plt.close(fig)
+    return fig
+
+
+def _draw(problem, solution, offsets, fig, ax, title, *, plt, PolyCollection, live_bytes, lower_bound):
     s, e = problem.starts.astype(float), problem.ends.astype(float)
     lo = offsets.astype(float)
     hi = lo + problem.sizes
@@ -169,7 +235,3 @@ def _matplotlib_map(problem, solution, offsets, path, *, ax, title, format):
     ax.set_title(title or (f"heap map: {name}" if name else "heap map"))
     ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
     fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, format=format)
-        plt.close(fig)
-    return fig

@@ -253,3 +253,32 @@ def test_bundled_instances_solve_validly():
         assert sol2.peak == sol.peak
         dsa.validate(p.replace(capacity=None), sol2)
         assert sol2.peak >= dsa.lower_bound(p)
+
+
+def test_a_utf8_bom_is_not_part_of_the_first_column(tmp_path):
+    # Excel's "CSV UTF-8" starts the file with a byte-order mark (before: unknown column '\ufeffid')
+    path = tmp_path / "excel.csv"
+    path.write_bytes("\ufeffid,lower,upper,size,offset\r\nä,0,3,4,0\r\nb,1,4,8,4\r\n".encode("utf-8"))
+    p = dsa.read_csv(path)
+    assert list(p.ids) == ["ä", "b"] and p.sizes.tolist() == [4, 8]
+    problem, offsets = dsa.read_plan(path)
+    assert offsets.tolist() == [0, 4]
+    doc = tmp_path / "notepad.json"
+    doc.write_bytes(b"\xef\xbb\xbf" + b'{"buffers": [{"id": "a", "start": 0, "end": 2, "size": 4}]}')
+    assert dsa.read_json(doc).sizes.tolist() == [4]
+
+
+def test_files_are_read_and_written_as_utf8_whatever_the_locale(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, dsa\n"
+            "assert __import__('locale').getpreferredencoding(False) != 'UTF-8'\n"
+            "p = dsa.Problem([0, 1], [2, 3], [4, 4], ids=['\\u00e9', '\\u6f22'])\n"
+            "dsa.write_csv(sys.argv[1], p)\n"
+            "assert list(dsa.read_csv(sys.argv[1]).ids) == ['\\u00e9', '\\u6f22']\n")  # ASCII code
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+    path = tmp_path / "p.csv"
+    subprocess.run([sys.executable, "-c", code, str(path)], env=env, check=True, timeout=120)
+    assert path.read_bytes().decode("utf-8").splitlines()[1] == "\u00e9,0,2,4"
