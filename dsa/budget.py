@@ -13,11 +13,60 @@ take its time limit plus that one-off cost.
 """
 from __future__ import annotations
 
+import math
+import numbers
 import time
+
+import numpy as np
 
 from dsa._kernels import jit_seconds
 
-__all__ = ["Budget"]
+__all__ = ["Budget", "check_time_limit", "check_node_limit", "check_seed"]
+
+
+def _is_number(value) -> bool:
+    """A real number that is not a bool (``True`` is an int to Python and a number to numpy)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def check_time_limit(time_limit):
+    """Return ``time_limit`` as a float (None stays None); raise ValueError unless it is a positive number.
+
+    Integers and numpy scalars (``np.int64(1)``, ``np.float64(0.5)``) are accepted; bools, strings and
+    NaN are not.
+    """
+    if time_limit is None:
+        return None
+    if not _is_number(time_limit) or not time_limit > 0:
+        raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+    return float(time_limit)
+
+
+def check_node_limit(node_limit):
+    """Return ``node_limit`` as an int (None stays None); raise ValueError unless it is a positive integer.
+
+    An integral float (``1e6``) is accepted; infinity, NaN, fractions and bools are not (``None`` is
+    the way to ask for no node limit).
+    """
+    if node_limit is None:
+        return None
+    if (not _is_number(node_limit) or not math.isfinite(node_limit) or node_limit != math.floor(node_limit)
+            or node_limit < 1):
+        raise ValueError(f"node_limit must be a positive integer (None for no limit), got {node_limit!r}")
+    return int(node_limit)
+
+
+def check_seed(seed):
+    """Return ``seed`` as an int (None stays None); raise ValueError unless it is a non-negative integer.
+
+    Every randomised strategy turns its seed into a numpy generator; checking here names the option
+    instead of leaving numpy's message (``expected non-negative integer``).
+    """
+    if seed is None:
+        return None
+    if not isinstance(seed, numbers.Integral) or isinstance(seed, (bool, np.bool_)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer (or None), got {seed!r}")
+    return int(seed)
 
 
 class Budget:
@@ -31,6 +80,12 @@ class Budget:
     node_limit : int, optional
         Nodes (or iterations) in all; ``None`` means no node limit.
 
+    Raises
+    ------
+    ValueError
+        If ``time_limit`` is not a positive number or ``node_limit`` not a positive integer (see
+        :func:`check_time_limit` and :func:`check_node_limit`).
+
     Examples
     --------
     >>> from dsa.budget import Budget
@@ -42,13 +97,8 @@ class Budget:
     """
 
     def __init__(self, time_limit: float | None = None, node_limit: int | None = None):
-        if time_limit is not None and not time_limit > 0:
-            raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
-        if node_limit is not None and (isinstance(node_limit, bool) or int(node_limit) != node_limit
-                                       or node_limit < 1):
-            raise ValueError(f"node_limit must be a positive integer, got {node_limit!r}")
-        self.time_limit = time_limit
-        self.node_limit = None if node_limit is None else int(node_limit)
+        self.time_limit = time_limit = check_time_limit(time_limit)
+        self.node_limit = check_node_limit(node_limit)
         self.started = time.perf_counter()
         self._deadline = None if time_limit is None else self.started + time_limit
         self._jit0 = jit_seconds()

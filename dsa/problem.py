@@ -99,6 +99,34 @@ def _as_int_column(values: Any, name: str, n: int | None, ids, *, allow_free: bo
     return out
 
 
+def _exact_sum(values: np.ndarray) -> int:
+    """The sum of non-negative int64 ``values`` as a Python int (an int64 sum could wrap around)."""
+    high = int((values >> 31).sum())  # each part below 2**32: no int64 sum of < 2**31 rows can wrap
+    low = int((values & (2**31 - 1)).sum())
+    return (high << 31) + low
+
+
+def _check_worst_peak(sizes, alignments, fixed, ids) -> None:
+    """Raise ValueError if a plan of these rows could put a buffer's end beyond ``2**62``.
+
+    A strategy may stack every row that is not fixed above the fixed buffers, each after up to
+    ``alignment - 1`` bytes of padding, so the largest peak a plan can reach is the highest end of a
+    fixed buffer plus the sum over the other rows of ``size + alignment - 1``. Strategies add offsets,
+    sizes and alignments in int64; below ``2**62`` none of their sums can wrap around. The sum is
+    taken in Python ints, so that the check itself cannot overflow.
+    """
+    free = fixed == FREE
+    terms = sizes[free] + (alignments[free] - 1)  # each term < 2**63: both parts are <= 2**62
+    top = int((fixed[~free] + sizes[~free]).max()) if not free.all() else 0
+    worst = top + _exact_sum(terms)
+    if worst > _MAX_VALUE:
+        i = int(np.flatnonzero(free)[np.argmax(terms)])
+        raise ValueError(
+            f"the worst-case peak, the sum of size + alignment - 1 over the rows that are not fixed "
+            f"plus the highest end of a fixed buffer ({worst}), exceeds 2**62, the largest peak dsa can "
+            f"plan (the largest term is {_row(i, ids)}: size {sizes[i]}, alignment {alignments[i]})")
+
+
 def _check_inputs(starts, ends, sizes, ids=None, alignments=None, fixed_offsets=None, capacity=None):
     """The one input check. Return canonical ``(starts, ends, sizes, ids, alignments, fixed, capacity)``.
 
@@ -111,7 +139,9 @@ def _check_inputs(starts, ends, sizes, ids=None, alignments=None, fixed_offsets=
     * ``alignment >= 1``;
     * a fixed offset is ``>= 0`` and a multiple of the row's alignment;
     * two fixed buffers that are alive at the same time do not overlap in address;
-    * ``capacity >= 0``, ``capacity >= size`` of every buffer, and every fixed buffer ends within it.
+    * ``capacity >= 0``, ``capacity >= size`` of every buffer, and every fixed buffer ends within it;
+    * every value, and the worst-case peak of a plan (see :func:`_check_worst_peak`), is at most
+      ``2**62``, so that no sum a strategy forms can wrap around int64.
     """
     if ids is not None:
         ids = tuple(ids) if not isinstance(ids, range) else ids
@@ -193,6 +223,8 @@ def _check_inputs(starts, ends, sizes, ids=None, alignments=None, fixed_offsets=
             raise ValueError(f"{_row(i, ids)}: fixed buffer [{fixed[i]}, {fixed[i] + sizes[i]}) does not "
                              f"fit in capacity {capacity}")
 
+    _check_worst_peak(sizes, alignments, fixed, ids)
+
     rows = np.flatnonzero(fixed != FREE)
     if len(rows) > 1:
         from dsa.overlap import find_overlap
@@ -236,7 +268,9 @@ class Problem:
     ValueError
         Naming the first row that breaks a rule: non-integer or non-finite value, ``end <= start``,
         negative size, duplicate id, ``alignment < 1``, negative or misaligned fixed offset, two fixed
-        buffers that collide, capacity below the largest buffer or below a fixed buffer's end.
+        buffers that collide, capacity below the largest buffer or below a fixed buffer's end, a value
+        above ``2**62``, or a worst-case peak above ``2**62`` (the sum over the rows that are not fixed
+        of ``size + alignment - 1``, plus the highest end of a fixed buffer).
 
     Notes
     -----

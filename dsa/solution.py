@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import enum
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 __all__ = ["Solution", "Status"]
+
+_INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 class Status(str, enum.Enum):
@@ -99,23 +102,101 @@ def make_solution(problem, offsets, *, strategy: str, status: Status = Status.FE
     Strategies call this; :func:`dsa.solve` then recomputes the peak and the status with
     :func:`finalize`, so a strategy only has to produce offsets. ``lower_bound`` is a bound on the
     optimal peak that the strategy *proved* (a complete search, a solver's dual bound); the final
-    lower bound is the larger of it and LOAD.
+    lower bound is the larger of it and LOAD. Offsets that are no plan (see :func:`as_offsets`) give
+    a Solution without offsets, with status ERROR and the reason as its message.
     """
     if offsets is not None:
-        offsets = np.asarray(offsets, dtype=np.int64)
+        offsets, reason = as_offsets(problem, offsets)
+        if reason:
+            status, message = Status.ERROR, reason
     peak = plan_peak(problem, offsets)
     return Solution(offsets=offsets, peak=peak, lower_bound=int(lower_bound), status=status,
                     success=status in (Status.OPTIMAL, Status.FEASIBLE, Status.LIMIT_REACHED),
                     message=message, strategy=strategy, stats=dict(stats or {}))
 
 
+def _row(problem, i: int) -> str:
+    ids = problem.ids
+    return f"row {i}" if isinstance(ids, range) else f"row {i} (id {ids[i]!r})"
+
+
+def as_offsets(problem, raw) -> tuple[np.ndarray | None, str]:
+    """A strategy's offsets as exact int64: ``(offsets, "")``, or ``(None, reason)`` if they are no plan.
+
+    Offsets are a plan only if there is one integer per row (never rounded, never wrapped around
+    int64), each ``>= 0`` and with ``offset + size`` within int64, so that the peak is exact. Whether
+    the plan is valid (alignment, fixed offsets, overlaps, capacity) is :func:`dsa.validate`'s question.
+    """
+    n = len(problem)
+    try:
+        arr = np.asarray(raw)
+    except (TypeError, ValueError):  # a ragged list, say
+        return None, "the strategy returned offsets that are not one integer per row"
+    if arr.shape != (n,):
+        return None, f"the strategy returned offsets of shape {arr.shape} for {n} rows"
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), ""
+    kind = arr.dtype.kind
+    if kind == "O":  # Python ints beyond int64 (or other objects): compare them as Python ints
+        values = arr.tolist()
+        if not all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in values):
+            return None, f"the strategy returned non-integer offsets (dtype {arr.dtype})"
+        sizes = problem.sizes.tolist()
+        for i, v in enumerate(values):
+            if v < 0 or v > _INT64_MAX - sizes[i]:
+                return None, _range_reason(problem, i, int(v))
+        return np.array(values, dtype=np.int64), ""
+    if kind == "f":
+        if not (np.all(np.isfinite(arr)) and np.all(arr == np.floor(arr))):
+            return None, f"the strategy returned non-integer offsets (dtype {arr.dtype})"
+        bad = np.flatnonzero(np.abs(arr) >= 2.0**63)
+        if len(bad):
+            return None, _range_reason(problem, int(bad[0]), int(arr[bad[0]]))
+    elif kind == "u":
+        bad = np.flatnonzero(arr > _INT64_MAX)
+        if len(bad):
+            return None, _range_reason(problem, int(bad[0]), int(arr[bad[0]]))
+    elif kind != "i":
+        return None, f"the strategy returned non-integer offsets (dtype {arr.dtype})"
+    offsets = arr.astype(np.int64, copy=False)
+    bad = np.flatnonzero((offsets < 0) | (offsets > _INT64_MAX - problem.sizes))
+    if len(bad):
+        return None, _range_reason(problem, int(bad[0]), int(offsets[bad[0]]))
+    return offsets, ""
+
+
+def _range_reason(problem, i: int, offset: int) -> str:
+    if offset < 0:
+        return f"the strategy returned a negative offset: {_row(problem, i)}: offset {offset} is negative"
+    return (f"the strategy returned an offset beyond int64: {_row(problem, i)}: offset {offset} plus size "
+            f"{problem.sizes[i]} does not fit in a 64-bit integer")
+
+
 def plan_peak(problem, offsets) -> int | None:
-    """``max(offsets + sizes)`` over the rows (0 for no rows); None when ``offsets`` is None."""
+    """``max(offsets + sizes)`` over the rows (0 for no rows); None when ``offsets`` is None.
+
+    Raises
+    ------
+    ValueError
+        If an offset is not an int64 integer or ``offset + size`` does not fit in int64 (the peak
+        would wrap around), naming the row.
+    """
     if offsets is None:
         return None
     if len(offsets) == 0:
         return 0
-    return int((np.asarray(offsets, dtype=np.int64) + problem.sizes).max())
+    arr = np.asarray(offsets)
+    if arr.dtype.kind == "i" or (arr.dtype.kind == "u" and arr.max() <= _INT64_MAX):
+        arr = arr.astype(np.int64, copy=False)
+    else:  # floats, objects, uint64 beyond int64: only exact integers that fit are a plan
+        arr, reason = as_offsets(problem, arr)
+        if reason:
+            raise ValueError(reason)
+    over = arr > _INT64_MAX - problem.sizes
+    if over.any():
+        i = int(np.argmax(over))
+        raise ValueError(_range_reason(problem, i, int(arr[i])))
+    return int((arr + problem.sizes).max())
 
 
 def finalize(problem, solution: Solution, lower_bound: int, *, error: str | None = None,
@@ -128,13 +209,21 @@ def finalize(problem, solution: Solution, lower_bound: int, *, error: str | None
     not validated) turns what would be a success into ``UNCHECKED`` (the status it would have had is
     kept in ``stats["unchecked_status"]``). ``stats["gap"]`` is
     ``(peak - lower_bound) / peak``, the relative distance to optimal that remains unproven.
+
+    The status follows from facts, not from the strategy's word: offsets that are no plan (negative,
+    beyond int64, see :func:`as_offsets`) give ERROR; INFEASIBLE needs a lower bound above the
+    capacity; a plan that fits the capacity is never reported INFEASIBLE or NO_FIT. A status left
+    without a message gets one.
     """
-    offsets = solution.offsets
+    offsets, status, message = solution.offsets, solution.status, solution.message
+    if offsets is not None:
+        offsets, reason = as_offsets(problem, offsets)
+        if reason:
+            status, message = Status.ERROR, reason
     peak = plan_peak(problem, offsets)
     lower_bound = max(int(lower_bound), int(solution.lower_bound))
     stats = {**solution.stats, **(extra_stats or {})}
     cap = problem.capacity
-    status, message = solution.status, solution.message
     if error is None and peak is not None and lower_bound > peak and solution.lower_bound > 0:
         # a valid plan of peak P shows the optimum is at most P: a larger "proven" bound is a bug
         error = (f"the strategy claims a lower bound {solution.lower_bound} above the peak {peak} "
@@ -144,16 +233,41 @@ def finalize(problem, solution: Solution, lower_bound: int, *, error: str | None
     elif offsets is None:
         if status in (Status.OPTIMAL, Status.FEASIBLE):
             status, message = Status.ERROR, message or "the strategy returned no plan"
+        elif status in (Status.INFEASIBLE, Status.NO_FIT) and cap is None:
+            status, message = Status.ERROR, (f"the strategy reported {solution.status.value} without a "
+                                             "plan, but there is no capacity to exceed")
+        elif status == Status.INFEASIBLE and lower_bound <= cap:
+            status, message = Status.NO_FIT, (f"no plan within the capacity {cap}; the strategy reported "
+                                              f"infeasible without proving a lower bound above it "
+                                              f"(lower bound {lower_bound})")
+        elif status == Status.INFEASIBLE and not message:
+            message = f"infeasible: the lower bound {lower_bound} exceeds the capacity {cap}"
+        elif status == Status.NO_FIT and not message:
+            message = (f"no plan within the capacity {cap} was found; infeasibility is not proven "
+                       f"(lower bound {lower_bound})")
+        elif status == Status.LIMIT_REACHED and not message:
+            message = "a time or node limit stopped the strategy before it found a plan"
+        elif not message:
+            message = f"the strategy gave no plan and no message (status {status.value})"
     elif cap is not None and peak > cap:
         if lower_bound > cap:
             status = Status.INFEASIBLE
             message = f"infeasible: the lower bound {lower_bound} exceeds the capacity {cap}"
-        elif status != Status.INFEASIBLE:
+        else:  # (a strategy's INFEASIBLE without a bound above the capacity is not proven either)
             status = Status.NO_FIT
             message = (f"the plan needs {peak} bytes, more than the capacity {cap}; "
                        f"infeasibility is not proven (lower bound {lower_bound})")
+    elif status in (Status.INFEASIBLE, Status.NO_FIT):
+        # the strategy's own plan fits: it is a plan like any other, whatever the strategy said
+        claim = solution.status.value
+        status = Status.OPTIMAL if peak == lower_bound else Status.FEASIBLE
+        message = (f"{status.value}: peak {peak}, lower bound {lower_bound}; the strategy reported "
+                   f"{claim}, but its plan fits " + (f"the capacity {cap}" if cap is not None else
+                                                      "(there is no capacity)"))
     elif peak == lower_bound and status in (Status.FEASIBLE, Status.LIMIT_REACHED, Status.OPTIMAL):
-        status, message = Status.OPTIMAL, message or "optimal: the peak equals the lower bound"
+        # (a limit's message would describe a search that did not matter: the plan is optimal)
+        keep = message if status != Status.LIMIT_REACHED else ""
+        status, message = Status.OPTIMAL, keep or "optimal: the peak equals the lower bound"
     elif status == Status.OPTIMAL:
         # OPTIMAL means peak == lower_bound: a strategy proves optimality by returning its bound
         status, message = Status.FEASIBLE, (f"the strategy called its plan optimal without a bound: "
@@ -161,6 +275,12 @@ def finalize(problem, solution: Solution, lower_bound: int, *, error: str | None
     elif status == Status.FEASIBLE and not message:
         message = f"feasible: peak {peak} is {peak / lower_bound:.4f} x the lower bound {lower_bound}" \
             if lower_bound else f"feasible: peak {peak}"
+    elif status == Status.LIMIT_REACHED and not message:
+        message = (f"a time or node limit stopped the strategy: the best plan found has peak {peak}, "
+                   f"{peak / lower_bound:.4f} x the lower bound {lower_bound}" if lower_bound else
+                   f"a time or node limit stopped the strategy: the best plan found has peak {peak}")
+    elif not message:
+        message = f"{status.value}: peak {peak}, lower bound {lower_bound}"
     success = offsets is not None and status in (Status.OPTIMAL, Status.FEASIBLE, Status.LIMIT_REACHED)
     if success and not checked:
         stats["unchecked_status"] = status.value  # what a validated plan would have been reported as

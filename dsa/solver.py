@@ -16,6 +16,7 @@ import numpy as np
 
 from dsa._kernels import jit_seconds
 from dsa.bounds import lower_bound
+from dsa.budget import check_seed, check_time_limit
 from dsa.problem import Problem, as_problem
 from dsa.solution import Solution, Status, finalize, make_solution
 from dsa.strategies import get_strategy, resolve_name
@@ -49,9 +50,10 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
     capacity : int, optional
         Slab size; overrides ``problem.capacity``. A plan above it is reported with ``success=False``.
     time_limit : float, optional
-        Seconds; passed to strategies that take it, ignored by the fast heuristics.
+        Seconds (a positive number; not a bool); passed to strategies that take it, ignored by the
+        fast heuristics.
     seed : int, optional
-        Passed to randomised strategies; the same seed gives the same plan.
+        A non-negative integer, passed to randomised strategies; the same seed gives the same plan.
     validate : bool, default True
         Run :func:`dsa.validate` on the plan; a plan that fails is returned with status ERROR.
         With ``validate=False`` the plan is returned with status UNCHECKED and ``success=False``:
@@ -78,7 +80,8 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
     Raises
     ------
     ValueError
-        For invalid input (naming the row and the rule) or an unknown strategy (listing valid names).
+        For invalid input (naming the row and the rule), an invalid ``time_limit`` or ``seed``, or an
+        unknown strategy (listing valid names).
     TypeError
         If ``problem`` is not a Problem or a list of intervals.
 
@@ -91,8 +94,8 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
     """
     # phase 1: input
     problem = as_problem(problem, capacity=capacity)
-    if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit > 0):
-        raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+    time_limit = check_time_limit(time_limit)
+    seed = check_seed(seed)
     if callable(strategy):
         fn, name = strategy, getattr(strategy, "__name__", "custom")
     elif isinstance(strategy, str):
@@ -144,19 +147,9 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
 
 
 def _from_offsets(problem, raw, name: str) -> Solution:
-    """A strategy's bare offsets as a Solution; a wrong shape or non-integer values give ERROR.
+    """A strategy's bare offsets as a Solution; a wrong shape, non-integer values, negative offsets or
+    an ``offset + size`` beyond int64 give ERROR without a plan (see :func:`dsa.solution.as_offsets`).
 
     These checks run whatever ``validate`` says: they decide whether there is a plan at all.
     """
-    offsets = np.asarray(raw)
-    problem_rows = len(problem)
-    reason = None
-    if offsets.shape != (problem_rows,):
-        reason = f"the strategy returned offsets of shape {offsets.shape} for {problem_rows} rows"
-    elif offsets.dtype.kind not in "iu" and not (
-            offsets.dtype.kind == "f" and np.all(np.isfinite(offsets)) and np.all(offsets == np.floor(offsets))
-            and np.all(np.abs(offsets) < 2.0**63)):
-        reason = f"the strategy returned non-integer offsets (dtype {offsets.dtype})"
-    if reason is not None:
-        return make_solution(problem, None, strategy=name, status=Status.ERROR, message=reason)
-    return make_solution(problem, offsets, strategy=name)
+    return make_solution(problem, raw, strategy=name)

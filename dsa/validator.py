@@ -11,6 +11,8 @@ It shares no code with any strategy. :func:`validate` checks, in O(n log n):
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from dsa.overlap import find_overlap
@@ -88,6 +90,14 @@ def validate(problem, solution, *, check_capacity: bool | None = None) -> None:
         if reported_peak not in (None, 0):
             raise InvalidPlanError(f"reported peak {reported_peak} but the problem is empty", "peak")
         return
+    values = offsets.tolist() if offsets.dtype.kind == "O" else ()
+    if values and all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in values):
+        # Python ints beyond int64 (numpy keeps them as objects): name the first that does not fit
+        for i, v in enumerate(values):
+            if not -_INT64_MAX - 1 <= v <= _INT64_MAX:
+                raise InvalidPlanError(f"{_describe(problem, i)}: offset {v} does not fit in a 64-bit "
+                                       "integer", "integer", (i,))
+        offsets = offsets.astype(np.int64)
     if offsets.dtype.kind not in "iu":
         if not (offsets.dtype.kind == "f" and np.all(np.isfinite(offsets))
                 and np.all(offsets == np.floor(offsets))):

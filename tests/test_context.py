@@ -106,6 +106,29 @@ def test_budget_rejects_bad_limits(kw, match):
         Budget(**kw)
 
 
+@pytest.mark.parametrize("kw, match", [
+    # before: OverflowError and numpy's or Python's "cannot convert float NaN to integer"
+    ({"node_limit": float("inf")}, r"node_limit must be a positive integer \(None for no limit\), got inf"),
+    ({"node_limit": float("nan")}, r"node_limit must be a positive integer .*got nan"),
+    ({"node_limit": "10"}, r"node_limit must be a positive integer .*got '10'"),
+    ({"node_limit": np.True_}, r"node_limit must be a positive integer .*got (np\.)?True"),
+    ({"time_limit": True}, r"time_limit must be a positive number of seconds, got True"),
+    ({"time_limit": np.True_}, r"time_limit must be a positive number of seconds"),
+    ({"time_limit": float("nan")}, r"time_limit must be a positive number of seconds, got nan"),
+    ({"time_limit": "1"}, r"time_limit must be a positive number of seconds, got '1'"),
+])
+def test_budget_names_the_limit_for_every_bad_value(kw, match):
+    with pytest.raises(ValueError, match=match):
+        Budget(**kw)
+
+
+def test_budget_accepts_numpy_scalars_and_integral_floats():
+    b = Budget(time_limit=np.int64(2), node_limit=np.int64(7))
+    assert (b.time_limit, b.node_limit) == (2.0, 7) and type(b.node_limit) is int
+    assert Budget(time_limit=np.float32(0.5), node_limit=1e6).node_limit == 1_000_000
+    assert Budget(node_limit=np.uint8(3)).node_limit == 3
+
+
 # ---------------------------------------------------------------- compact
 @st.composite
 def valid_plans(draw):

@@ -305,3 +305,54 @@ def test_masked_values_are_refused_not_read_through():
         Problem([0, 0], [1, 1], sizes)
     unmasked = Problem(np.ma.array([0, 1]), np.ma.array([2, 3]), np.ma.array([4, 5]))
     assert unmasked.sizes.tolist() == [4, 5] and dsa.lower_bound(unmasked) == 9
+
+
+# ---------------------------------------------------------------- the worst-case peak
+WORST = r"the worst-case peak, the sum of size \+ alignment - 1 over the rows that are not fixed .* exceeds 2\*\*62"
+
+
+def test_a_worst_case_peak_beyond_2_62_is_refused_at_input():
+    """Alignment 2**62 passed every per-value check, then plans wrapped around int64 (exact gave
+    offset -2**63, bump and greedy_by_size raised OverflowError)."""
+    with raises(WORST + r", the largest peak dsa can plan \(the largest term is row 0: size 3, "
+                        r"alignment 4611686018427387904\)"):
+        Problem([0, 0, 0], [1, 1, 1], [3, 3, 3], alignments=2**62)
+    with raises(WORST + r".*row 1 \(id 'b'\): size 3, alignment 4611686018427387904"):
+        Problem([0, 0], [1, 1], [1, 3], ids=["a", "b"], alignments=[1, 2**62])
+    with raises(WORST):  # every path that builds a Problem goes through the rule
+        Problem.from_intervals([(0, 1, 3), (0, 1, 3)], alignment=2**61 + 1)
+    with raises(WORST):
+        Problem([0, 0], [1, 1], [3, 3]).replace(alignments=2**62)
+
+
+def test_the_worst_case_peak_counts_padding_and_fixed_buffers():
+    # a free row may sit above the highest fixed buffer: 2**61 + 2**61 (fixed top) + 1 > 2**62
+    with raises(WORST + r".*row 1: size 1, alignment 1"):
+        Problem([0, 0], [1, 1], [2**61, 1], fixed_offsets=[2**61, None])
+    # padding: two rows of size 2**61 fit exactly, with up to one byte of alignment padding they do not
+    assert len(Problem([0, 0], [1, 1], [2**61, 2**61])) == 2
+    with raises(WORST + r".*row 0: size 2305843009213693952, alignment 2"):
+        Problem([0, 0], [1, 1], [2**61, 2**61], alignments=[2, 1])
+    # the sum is exact (no int64 or float rounding): 2**62 is fine, 2**62 + 1 is not
+    assert len(Problem([0, 0, 0], [1, 1, 1], [2**61, 2**61 - 2, 1], alignments=[1, 1, 2])) == 3
+    with raises(WORST):
+        Problem([0, 0, 0], [1, 1, 1], [2**61, 2**61 - 2, 1], alignments=[1, 1, 3])
+    # a fixed row alone counts its end only
+    assert len(Problem([0], [1], [2**61], alignments=[2**61], fixed_offsets=[2**61])) == 1
+
+
+def test_the_worst_case_peak_rule_holds_in_csv_files_too(tmp_path):
+    path = tmp_path / "aligned.csv"
+    path.write_text(f"id,lower,upper,size,alignment\n0,0,1,3,{2**62}\n1,0,1,3,{2**62}\n")
+    with raises(r"aligned.csv: .*worst-case peak.* exceeds 2\*\*62"):
+        dsa.read_csv(path)
+
+
+def test_no_bundled_problem_comes_near_the_worst_case_peak_rule():
+    from pathlib import Path
+
+    files = [f for f in Path(dsa.__file__).parent.joinpath("data").rglob("*") if f.suffix in (".csv", ".json")]
+    assert files
+    for f in files:
+        p = dsa.read(f)
+        assert int(p.sizes.sum()) + int((p.alignments - 1).sum()) < 2**40, f

@@ -242,6 +242,16 @@ def test_offsets_beyond_int64_are_rejected(plan):
     check(p, plan, "integer", (0,), check_capacity=False)
 
 
+@pytest.mark.parametrize("plan, shown", [([2**64, 0], "18446744073709551616"),
+                                         ([-(2**63) - 1, 0], "-9223372036854775809")])
+def test_python_ints_beyond_int64_are_named_as_such(plan, shown):
+    # numpy keeps these as objects: before, the message was "offsets must be integers, got dtype object"
+    p = Problem([0, 0], [1, 1], [10, 10], ids=["a", "b"])
+    check(p, plan, "integer", (0,), match=rf"row 0 \(id 'a'\): offset {shown} does not fit in a 64-bit integer")
+    check(p, np.array([0, "1"], dtype=object), "integer", match="must be integers")  # not all ints
+    dsa.validate(p, np.array([0, 10], dtype=object))  # Python ints in an object array are fine
+
+
 def test_largest_representable_offset_is_fine():
     p = Problem([0, 0], [1, 1], [10, 10])
     dsa.validate(p, [2**63 - 11, 0])

@@ -408,6 +408,13 @@ class AttachedModule(torch.nn.Module):
         if self._planner == "process":
             from dsa._planner_process import PlannerUnavailable, shared
 
+            if self._solve_options.get("capacity") is not None:
+                # the helper plans against this capacity: its answer is checked against it here too
+                # (finalize turns an INFEASIBLE whose plan fits the problem's capacity into a plan)
+                from dsa.problem import as_problem
+
+                problem = as_problem(problem, capacity=self._solve_options["capacity"])
+
             head = self._head(problem)
             if head is not None:
                 return head

@@ -34,6 +34,7 @@ import time
 import numpy as np
 
 from dsa.bounds import lower_bound
+from dsa.budget import check_seed
 from dsa.strategies._orders import ORDERINGS
 
 __all__ = ["improve"]
@@ -299,7 +300,7 @@ def improve(problem, offsets, *, time_limit: float = 1.0, seed=None, order=None,
     if len(free) == 0 or start_peak <= bound:
         stats["final_peak"] = start_peak
         return offsets.copy(), stats
-    seed_seq = np.random.SeedSequence(seed)
+    seed_seq = np.random.SeedSequence(check_seed(seed))
     rng_seed = int(seed_seq.generate_state(1, dtype=np.uint64)[0])
     deadline = t0 + time_limit
     cap = np.inf if iterations is None else int(iterations)

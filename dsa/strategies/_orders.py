@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dsa.budget import check_seed
+
 __all__ = ["ORDERINGS", "order_rows"]
 
 
@@ -108,7 +110,7 @@ ORDERINGS = {
 def order_rows(problem, order: str, seed=None) -> np.ndarray:
     """The permutation of rows for ordering ``order`` (a name in ``ORDERINGS`` or ``"random"``)."""
     if order == "random":
-        return np.random.default_rng(seed).permutation(len(problem))
+        return np.random.default_rng(check_seed(seed)).permutation(len(problem))
     try:
         return ORDERINGS[order](problem)
     except KeyError:

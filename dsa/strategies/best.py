@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from dsa.bounds import lower_bound
-from dsa.budget import Budget
+from dsa.budget import Budget, check_seed
 from dsa.solution import Solution, Status, make_solution, plan_peak
 from dsa.strategies._orders import ORDERINGS, order_rows
 from dsa.strategies.greedy import FITS, greedy_offsets
@@ -165,7 +165,7 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
     placement kernel releases the GIL); results are taken in member order, so the outcome does not
     depend on the number of threads. Random restarts are drawn one by one, never listed up front.
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     stream = itertools.chain(members, itertools.repeat(("random", "best"), int(restarts)))
     orders: dict = {}
     state = {"best": None, "peak": None, "winner": None, "peaks": {}, "random": 0, "cut": False}
@@ -310,10 +310,12 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
     best, best_peak = phase1["best"], phase1["peak"]
     stats = {"member": phase1["winner"], "peaks": phase1["peaks"], "portfolio_peak": best_peak,
              "portfolio_s": time.perf_counter() - t0, "improved": 0}
-    status, proven = Status.FEASIBLE, 0
+    status, proven, message = Status.FEASIBLE, 0, ""
     if phase1["cut"]:
         stats["portfolio_cut"] = True  # the time limit ended the portfolio before all members ran
         status = Status.LIMIT_REACHED
+        message = (f"the time limit ({budget.time_limit:g} s) ended the portfolio at peak {best_peak} "
+                   f"(lower bound {bound}; members run: {len(phase1['peaks'])})")
     if improve and best is not None and best_peak > bound and not budget.exhausted:
         offsets, proven, info = _improve(problem, best, bound, budget, seed)
         peak = plan_peak(problem, offsets)
@@ -322,4 +324,7 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
         stats.update(info)
         if budget.exhausted and plan_peak(problem, best) > max(bound, proven):
             status = Status.LIMIT_REACHED
-    return make_solution(problem, best, strategy="best", status=status, stats=stats, lower_bound=proven)
+            message = (f"the time limit ({budget.time_limit:g} s) ended the improvement phase at peak "
+                       f"{plan_peak(problem, best)}, above the lower bound {max(bound, proven)}")
+    return make_solution(problem, best, strategy="best", status=status, stats=stats, lower_bound=proven,
+                         message=message)

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dsa.budget import check_seed
 from dsa.solution import make_solution
 
 __all__ = ["solve", "boxes", "Box", "default_restarts"]
@@ -252,7 +253,7 @@ def boxes(problem, *, epsilon: float = 1.5, seed=None) -> list[Box]:
     epsilon = _check_epsilon(epsilon)
     rows = _free_rows(problem)
     rs, re, times = _compress_times(problem)
-    bx = _box_items(rs[rows], re[rows], problem.sizes[rows], np.random.default_rng(seed), epsilon)
+    bx = _box_items(rs[rows], re[rows], problem.sizes[rows], np.random.default_rng(check_seed(seed)), epsilon)
     m, n = bx.m, bx.n
     parent = bx.parent[:n]
     out = []
@@ -338,7 +339,7 @@ def solve(problem, *, epsilon: float = 1.5, spread: float = 4.0, restarts: int |
     rows = _free_rows(problem)
     rs, re, _ = _compress_times(problem)
     rs, re = rs[rows], re[rows]
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     best = None
     for k in range(int(restarts)):
         eps = epsilon if k == 0 else epsilon * float(spread ** rng.uniform(-1.0, 1.0))
