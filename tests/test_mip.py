@@ -8,7 +8,7 @@ import types
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dsa
@@ -269,3 +269,144 @@ def test_import_dsa_loads_no_solver():
             "print(sorted(m for m in ('scipy', 'mip', 'gurobipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------- numerics: large sizes (issue 20)
+# HiGHS called this model's "strictly below the heuristic" big-M model infeasible (tolerances against
+# 10^9-byte coefficients) and reported OPTIMAL at 4831840265, and INFEASIBLE at capacity 4294969793,
+# although exact proves 4294969793 with a valid plan
+LARGE_REPRO = dsa.Problem([1, 3, 5, 4, 3, 1], [2, 6, 9, 8, 5, 5],
+                          [2415919942, 536871611, 2147484142, 1610613472, 1610613670, 536871040])
+
+
+@each_backend
+def test_large_sizes_reproduction(backend):
+    need(backend)
+    best = dsa.solve(LARGE_REPRO, "exact")
+    assert best.status is dsa.Status.OPTIMAL and best.peak == 4294969793
+    assert optimum(LARGE_REPRO) == best.peak
+    sol = dsa.solve(LARGE_REPRO, "mip", backend=backend, heuristic="bump")
+    dsa.validate(LARGE_REPRO, sol)
+    assert sol.lower_bound <= best.peak <= sol.peak, (sol, sol.stats)
+    if sol.status is dsa.Status.OPTIMAL:
+        assert sol.peak == best.peak
+    assert sol.stats["model"]["relaxed"] and sol.stats["model"]["scale"] > 1
+    fits = dsa.solve(LARGE_REPRO, "mip", backend=backend, heuristic="bump", capacity=best.peak)
+    assert fits.status is not dsa.Status.INFEASIBLE, (fits, fits.stats)
+    below = dsa.solve(LARGE_REPRO, "mip", backend=backend, heuristic="bump", capacity=best.peak - 1)
+    assert not below.success
+
+
+@st.composite
+def large_problems(draw):
+    """4 to 7 buffers with sizes between 2^20 and 2^40 (one magnitude per instance, random low bits,
+    so that the gcd unit is usually 1 byte), sometimes with alignments, an empty row or a pinned row."""
+    n = draw(st.integers(4, 7), label="n")
+    starts = draw(st.lists(st.integers(0, 5), min_size=n, max_size=n))
+    ends = [s + d for s, d in zip(starts, draw(st.lists(st.integers(1, 4), min_size=n, max_size=n)))]
+    k = draw(st.integers(20, 40), label="log2 size")
+    sizes = draw(st.lists(st.integers(1 << (k - 1), 1 << k), min_size=n, max_size=n))
+    if draw(st.booleans(), label="an empty row"):
+        sizes[0] = 0
+    alignments = None
+    if draw(st.booleans(), label="alignments"):
+        alignments = draw(st.lists(st.sampled_from([1, 8, 64, 4096]), min_size=n, max_size=n))
+    fixed = None
+    if draw(st.booleans(), label="pin a row"):
+        order = draw(st.permutations(range(n)))
+        plan = lowest_fit_plan(starts, ends, sizes, order, alignments)
+        row = draw(st.integers(0, n - 1))
+        fixed = [plan[i] if i == row else -1 for i in range(n)]
+    return {"starts": starts, "ends": ends, "sizes": sizes, "alignments": alignments, "fixed": fixed}
+
+
+@each_backend
+@settings(max_examples=40, deadline=None)
+@given(raw=large_problems())
+def test_large_sizes_prove_only_what_is_true(backend, raw):
+    """0 false OPTIMAL, 0 false INFEASIBLE and 0 lower bounds above the optimum at sizes 2^20..2^40,
+    against the brute-force optimum. The heuristic is the weak "bump" so that the solver has work."""
+    need(backend)
+    problem = to_problem(raw)
+    best = optimum(problem)
+    sol = dsa.solve(problem, "mip", backend=backend, heuristic="bump", time_limit=20)
+    assert sol.success, sol.message
+    assert naive_validate(**fields(problem), offsets=sol.offsets.tolist()) == []
+    assert sol.lower_bound <= best <= sol.peak, (best, sol, sol.stats)
+    if sol.status is dsa.Status.OPTIMAL:
+        assert sol.peak == best, (best, sol, sol.stats)
+    fits = dsa.solve(problem, "mip", backend=backend, heuristic="bump", capacity=best, time_limit=20)
+    assert fits.status is not dsa.Status.INFEASIBLE, (best, fits, fits.stats)
+    assert fits.lower_bound <= best, (best, fits, fits.stats)
+
+
+@given(raw=large_problems(), scale=st.integers(2, 1 << 30))
+def test_coarse_relaxation_keeps_every_plan(raw, scale):
+    """The relaxation _coarse() solves instead of a model with untrustworthy numbers: every valid
+    plan of the problem, floor-divided, is a valid plan of it with peak at most peak // scale, so its
+    optimum times ``scale`` bounds the problem's from below."""
+    from dsa.solution import plan_peak
+    from dsa.strategies.mip import _coarse
+
+    problem = to_problem(raw)
+    coarse = _coarse(problem, scale)
+    plan = dsa.solve(problem, "greedy_by_size").offsets
+    image = plan // scale
+    assert naive_validate(**fields(coarse), offsets=image.tolist()) == []
+    assert plan_peak(coarse, image) <= plan_peak(problem, plan) // scale
+    assert scale * optimum(coarse) <= optimum(problem)
+
+
+def test_scale_keeps_small_models_exact():
+    from dsa.strategies.mip import TRUSTED_UNITS, _scale
+
+    assert _scale(ALIGNED_PAIR, 5) == 1
+    assert _scale(LARGE_REPRO, 4831840265) > 1
+    scale = _scale(LARGE_REPRO, 4831840265)
+    assert 4831840265 // scale <= TRUSTED_UNITS
+    # sizes that are multiples of 2^30 have a unit of 2^30: the exact model is small enough
+    big_unit = dsa.Problem([0, 0], [1, 1], [1 << 30, 3 << 30])
+    assert _scale(big_unit, 4 << 30) == 1
+
+
+@pytest.mark.parametrize("backend", ["cbc", "gurobi"])
+def test_a_bound_above_a_valid_plan_is_rejected(backend, monkeypatch):
+    """A dual bound above the peak of a plan checked in exact arithmetic is a numerical failure of
+    the solver: it must not become the lower bound (nor be clipped to the peak into a proof).
+
+    Only the warm-started backends can show it: HiGHS's model admits peaks strictly below the
+    heuristic's, so any bound it proves is clipped to at most that peak by construction."""
+    need(backend)
+    from dsa.strategies import mip
+    from dsa.strategies._mip_model import BackendResult
+
+    module = mip._backend(backend)[1]
+    monkeypatch.setattr(module, "solve_model", lambda model, **kw: BackendResult(
+        "optimal", x=None, dual_bound=float(model.upper + 10), solver_status="fake optimal"))
+    problem = ALIGNED_PAIR  # bump: peak 4, above LOAD 3, so the solver runs
+    sol = dsa.solve(problem, "mip", backend=backend, heuristic="bump")
+    assert sol.status is not dsa.Status.OPTIMAL and "rejected_bound" in sol.stats, (sol, sol.stats)
+    assert sol.lower_bound == dsa.lower_bound(problem) < sol.peak
+    assert "proves nothing" in sol.stats["solver_status"]
+
+
+def test_too_many_pairs_does_not_build_the_overlap_graph(monkeypatch):
+    """Deciding not to call the solver (more than MAX_PAIRS overlapping pairs) must not materialise
+    the pairs: on 15k dense buffers that alone held 81.7M pairs and 800 MB."""
+    from dsa.strategies import mip
+    from dsa.sweep import Sweep
+
+    rows = np.arange(40)
+    problem = dsa.Problem(rows % 4, rows % 4 + 2 + rows % 3, rows * 7 % 23 + 1)  # bump is not optimal
+    monkeypatch.setattr(mip, "MAX_PAIRS", 10)
+    monkeypatch.setattr("dsa.sweep.DENSE_PAIRS", 10)  # so placement takes its graph-free dense path
+
+    def forbidden(self):
+        raise AssertionError("the overlap graph was built")
+
+    monkeypatch.setattr(Sweep, "overlap", property(forbidden))
+    sol = dsa.solve(problem, "mip", heuristic="bump")
+    pairs = sum(int(problem.starts[i] < problem.ends[j] and problem.starts[j] < problem.ends[i])
+                for i in range(40) for j in range(i))
+    assert sol.success and sol.status is dsa.Status.FEASIBLE
+    assert sol.stats["solver_status"].startswith(f"not run: {pairs} overlapping pairs"), sol.stats

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["MipModel", "build_model", "proven_units", "BackendResult", "OUTCOMES"]
+__all__ = ["MipModel", "build_model", "model_unit", "proven_units", "BackendResult", "OUTCOMES"]
 
 NO_BOUND = 1e20  # a dual bound this large is a solver's way of saying it has none
 
@@ -151,6 +151,16 @@ class MipModel:
         return out
 
 
+def model_unit(problem) -> int:
+    """Bytes per unit of the model of ``problem``: the largest unit that loses no plan (see the module
+    docstring), computed from its free non-empty rows and its fixed rows."""
+    fixed = problem.is_fixed
+    free_rows = np.flatnonzero(~fixed & (problem.sizes > 0))
+    fixed_rows = np.flatnonzero(fixed)
+    return _unit(problem.sizes[free_rows], problem.alignments[free_rows],
+                 np.concatenate([problem.fixed_offsets[fixed_rows], problem.sizes[fixed_rows]]))
+
+
 def _unit(sizes, alignments, fixed_values) -> int:
     """The largest unit that loses no plan: it divides every size and fixed value, and for every
     alignment it divides it or is a multiple of it (so rounding a multiple of the unit up to the
@@ -196,8 +206,7 @@ def build_model(problem, sweep, *, upper: int, lower: int, incumbent=None) -> Mi
     fixed = problem.is_fixed
     free_rows = np.flatnonzero(~fixed & (sizes > 0))
     fixed_rows = np.flatnonzero(fixed)
-    unit = _unit(sizes[free_rows], align[free_rows],
-                 np.concatenate([problem.fixed_offsets[fixed_rows], sizes[fixed_rows]]))
+    unit = model_unit(problem)
     m = len(free_rows)
     upper_u = upper // unit
     size_u = sizes[free_rows] // unit
