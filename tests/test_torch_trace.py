@@ -1,6 +1,8 @@
 """profile(model) traces: contents, conversion to a Problem and CSV, and a cross-check with torch.profiler."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -69,6 +71,23 @@ def test_csv_round_trip(tmp_path):
     for field in ("starts", "ends", "sizes", "alignments"):
         assert np.array_equal(getattr(back, field), getattr(p, field))
     assert " > " in path.read_text()
+
+
+def test_csv_is_written_through_a_link_and_whole(tmp_path):
+    """to_csv writes as dsa.write_csv does: a link stays a link and its target gets the trace; a
+    write that fails leaves the old file as it was (issue 20)."""
+    _, _, tr = trace_of("transformer")
+    target = tmp_path / "real.csv"
+    target.write_text("old")
+    link = tmp_path / "link.csv"
+    link.symlink_to(target)
+    tr.to_csv(link)
+    assert link.is_symlink() and target.read_text().startswith("id,lower,upper")
+    # UTF-8 cannot encode a lone surrogate: nothing may be written
+    bad = dataclasses.replace(tr, stacks=tuple(("\ud800",) for _ in tr.stacks))
+    with pytest.raises(UnicodeEncodeError):
+        bad.to_csv(target)
+    assert target.read_text().startswith("id,lower,upper") and len(list(tmp_path.iterdir())) == 2
 
 
 def test_deadlines_point_past_each_free():

@@ -8,6 +8,7 @@ allocation and per free of a recorded block), the thread, and the stack of ATen 
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,18 +100,22 @@ class Trace:
 
         Columns: ``id,lower,upper,size,alignment,thread,op,stack`` (``stack`` joins the op stack with
         ``" > "``). :func:`dsa.read_csv` reads it back as the problem of :meth:`to_problem`; the
-        provenance columns are ignored there.
+        provenance columns are ignored there. The file is written as :func:`dsa.io.write_file` writes:
+        whole or not at all, through links, and into FIFOs and devices.
         """
+        from dsa.io import write_file
+
         path = Path(path)
         problem = self.to_problem(include_escaping=include_escaping)
         ops = self.ops
-        with open(path, "w", newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow(["id", "lower", "upper", "size", "alignment", "thread", "op", "stack"])
-            for row, i in enumerate(problem.ids):
-                writer.writerow([i, int(problem.starts[row]), int(problem.ends[row]), int(problem.sizes[row]),
-                                 int(problem.alignments[row]), int(self.threads[i]), ops[i],
-                                 " > ".join(self.stacks[i])])
+        text = io.StringIO()
+        writer = csv.writer(text)
+        writer.writerow(["id", "lower", "upper", "size", "alignment", "thread", "op", "stack"])
+        for row, i in enumerate(problem.ids):
+            writer.writerow([i, int(problem.starts[row]), int(problem.ends[row]), int(problem.sizes[row]),
+                             int(problem.alignments[row]), int(self.threads[i]), ops[i],
+                             " > ".join(self.stacks[i])])
+        write_file(path, text.getvalue())  # as dsa.write_csv: atomic, through links, into FIFOs
         return path
 
     def deadlines(self) -> np.ndarray:
