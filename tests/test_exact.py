@@ -124,6 +124,7 @@ def test_time_limit_returns_the_incumbent_with_limit_reached():
     portfolio = dsa.solve(p, "best", improve=False)
     sol = dsa.solve(p, "exact", time_limit=0.5)
     assert sol.status is dsa.Status.LIMIT_REACHED and sol.success
+    assert sol.message.startswith(f"the time limit stopped the search at peak {sol.peak}"), sol.message
     assert sol.peak <= portfolio.peak and sol.lower_bound == dsa.load(p)
     assert sol.stats["time_s"] < 5.0 and sol.stats["nodes"] > 0
     assert sol.stats["gap"] == pytest.approx((sol.peak - sol.lower_bound) / sol.peak)
@@ -132,10 +133,12 @@ def test_time_limit_returns_the_incumbent_with_limit_reached():
 def test_node_limit_is_honoured():
     p = dsa.data.load("D.1048576").replace(capacity=None)
     sol = dsa.solve(p, "exact", node_limit=3000)
-    assert sol.status is dsa.Status.LIMIT_REACHED
+    assert sol.status is dsa.Status.LIMIT_REACHED and "the node limit stopped" in sol.message
     assert 0 < sol.stats["nodes"] <= 3000
     dec = dsa.solve(p, "exact", capacity=990_000, node_limit=3000)
     assert dec.stats["nodes"] <= 3000 and dec.status is not dsa.Status.INFEASIBLE
+    if dec.status is dsa.Status.LIMIT_REACHED:
+        assert "within the capacity 990000" in dec.message, dec.message
 
 
 def test_verbose_prints_progress_on_stderr(capsys):
@@ -203,3 +206,66 @@ def test_a_node_limited_search_is_deterministic_on_any_number_of_threads(name, t
     assert decide[0].stats["nodes"] == decide[1].stats["nodes"]
     assert np.array_equal(decide[0].offsets, decide[1].offsets)
     dsa.validate(p.replace(capacity=dsa.load(p)), decide[0])
+
+
+# -- the time limit covers the portfolio too --------------------------------------------------------
+
+def _spy_portfolio(monkeypatch):
+    """Record the keyword arguments of every portfolio run of ``exact`` and the members it ran."""
+    calls = []
+    real = best.solve
+
+    def spy(problem, **kw):
+        sol = real(problem, **kw)
+        calls.append({**kw, "ran": list(sol.stats["peaks"])})
+        return sol
+
+    monkeypatch.setattr(best, "solve", spy)
+    return calls
+
+
+def test_the_portfolio_runs_within_the_time_left(monkeypatch):
+    """exact hands its portfolio what is left of its time limit (not the portfolio's own default
+    of a second), and no limit when it has none."""
+    calls = _spy_portfolio(monkeypatch)
+    e = dsa.data.load("E.1048576").replace(capacity=None)
+    dsa.solve(e, "exact", time_limit=5.0)
+    assert calls and all(c.get("time_limit") is not None and 0 < c["time_limit"] <= 5.0 for c in calls)
+    calls.clear()
+    dsa.solve(dsa.Problem.from_intervals(EXAMPLE_ROWS), "exact")
+    assert calls and all("time_limit" in c and c["time_limit"] is None for c in calls)
+
+
+def test_a_spent_budget_still_gives_the_first_members_plan(monkeypatch):
+    """With the time already spent when the call starts, exact runs only the portfolio's first
+    member (greedy by size, first fit: there must be a plan), skips the costlier members and the
+    search, and says LIMIT_REACHED with that plan, validated."""
+    import time
+
+    from dsa.budget import Budget
+    from dsa.strategies import exact
+
+    class Spent(Budget):
+        @property
+        def deadline(self):
+            return None if self.time_limit is None else time.perf_counter() - 1.0
+
+        def remaining(self):
+            return 0.0 if self.time_limit is not None else float("inf")
+
+        @property
+        def exhausted(self):
+            return self.time_limit is not None
+
+    monkeypatch.setattr(exact, "Budget", Spent)
+    calls = _spy_portfolio(monkeypatch)
+    e = dsa.data.load("E.1048576").replace(capacity=None)  # the greedy members stay above LOAD
+    sol = dsa.solve(e, "exact", time_limit=10.0)
+    assert len(calls) == 1 and calls[0]["ran"] == ["size/first"]
+    assert calls[0]["time_limit"] <= exact.MIN_PORTFOLIO_S
+    assert sol.status is dsa.Status.LIMIT_REACHED and sol.success and sol.stats["portfolio_cut"]
+    assert sol.message.endswith("the portfolio was cut short"), sol.message
+    assert sol.stats["nodes"] == 0
+    first = dsa.solve(e, "best", members=["size/first"], improve=False)
+    assert sol.peak == first.peak > dsa.load(e)
+    assert naive_validate(**fields(e), offsets=sol.offsets.tolist()) == []

@@ -66,6 +66,9 @@ __all__ = ["solve"]
 
 BUDGET0_PER_BUFFER = 2   # first round: this many nodes per buffer of the largest period, per probe
 GROWTH = 2               # the node budget per probe is multiplied by this after every round
+# the time limit handed to the portfolio once the call's own budget is spent (best.solve needs a
+# positive one; it runs its first member whatever the limit, so that there is a plan)
+MIN_PORTFOLIO_S = 1e-6
 
 
 class _Log:
@@ -144,9 +147,16 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     runs = {}  # searches of the bound (minimising) or of cap (deciding), resumed round to round
     zero = problem.sizes == 0
 
+    cut = []  # set when the time limit stops the portfolio before all its members ran
+
     def start(members):
-        """The portfolio's plan (``members``: the greedy ones only, or None: all of them)."""
-        sol = best.solve(problem, improve=False, members=members, seed=seed, sweep=sweep)
+        """The portfolio's plan (``members``: the greedy ones only, or None: all of them), within
+        what is left of the time limit (the portfolio always runs its first member: a plan)."""
+        left = None if budget.deadline is None else max(budget.remaining(), MIN_PORTFOLIO_S)
+        sol = best.solve(problem, time_limit=left, improve=False, members=members, seed=seed,
+                         sweep=sweep)
+        if sol.stats.get("portfolio_cut"):
+            cut.append(True)
         out = np.asarray(sol.offsets, dtype=np.int64).copy()
         out[zero] = prep.base[zero]  # zero-size rows: offset 0 or their fixed offset
         return out, plan_peak(problem, out)
@@ -163,7 +173,9 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
         first, used, searches = _search.first_look(problem, prep, deadline=look_until,
                                                    node_limit=node_limit, runs=runs)
         budget.spend(used)
-    if first is None and peak > lo and (cap is None or peak > cap):
+    if first is None and peak > lo and (cap is None or peak > cap) and budget.remaining() <= 0:
+        cut.append(True)  # no time left for the costlier members
+    elif first is None and peak > lo and (cap is None or peak > cap):
         full, full_peak = start(None)
         if full_peak < peak:
             offsets, peak = full, full_peak
@@ -267,9 +279,23 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
         status = Status.OPTIMAL if peak <= lo else Status.FEASIBLE
     if status is Status.FEASIBLE and peak <= lo:
         status = Status.OPTIMAL
+    if cut:
+        stats["portfolio_cut"] = True
+        if cap is None and status is Status.FEASIBLE:
+            status = Status.LIMIT_REACHED  # unproven, and the time limit cut the portfolio short
     stats["gap"] = (peak - min(lo, peak)) / peak if peak else 0.0
     stats["search_s"] = time.perf_counter() - t0
     log.line(stats["nodes"], peak, min(lo, peak) if status is not Status.INFEASIBLE else lo,
              f"done: {status.value}", force=True)
+    message = ""
+    if status is Status.LIMIT_REACHED:
+        limit = "node limit" if node_limit is not None and stats["nodes"] >= node_limit else "time limit"
+        if cap is not None and peak > cap:
+            message = (f"the {limit} stopped the search before it found a plan within the capacity {cap} "
+                       f"or proved there is none (best peak {peak}, lower bound {lo})")
+        else:
+            message = (f"the {limit} stopped the search at peak {peak}, proven lower bound {min(lo, peak)}"
+                       + ("; the portfolio was cut short" if cut else ""))
     return make_solution(problem, state["offsets"], strategy="exact", status=status, stats=stats,
-                         lower_bound=min(lo, peak) if status is not Status.INFEASIBLE else lo)
+                         lower_bound=min(lo, peak) if status is not Status.INFEASIBLE else lo,
+                         message=message)
