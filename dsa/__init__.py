@@ -35,6 +35,7 @@ _EXPORTS = {
     "read": "dsa.io",
     "available_strategies": "dsa.strategies",
     "compact": "dsa.compaction",
+    "warmup": "dsa.warmup",
 }
 
 # submodules reachable as attributes (dsa.data, dsa.plot, ...) without an explicit import

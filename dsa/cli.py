@@ -1,4 +1,4 @@
-"""Command line: ``python -m dsa solve|compare|validate|strategies``.
+"""Command line: ``python -m dsa solve|compare|validate|strategies|warmup``.
 
 Errors are printed as one line starting with ``error:`` and exit with code 2; an invalid plan given to
 ``validate`` exits with code 1. No input gives a traceback: an unexpected exception is reported on one
@@ -232,6 +232,16 @@ def _cmd_strategies(args) -> int:
     return EXIT_OK
 
 
+def _cmd_warmup(args) -> int:
+    from dsa.warmup import warmup
+
+    info = warmup(verbose=args.verbose)
+    where = info["cache_dir"] or "beside the installed package (or the user cache directory)"
+    print(f"compiled or loaded {info['kernels']} kernel signatures in {info['seconds']:.1f} s "
+          f"(numba: {info['jit_s']:.1f} s); numba cache: {where}")
+    return EXIT_OK
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m dsa", description="Plan memory offsets for buffers with lifetimes.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -271,6 +281,10 @@ def _parser() -> argparse.ArgumentParser:
     st = sub.add_parser("strategies", help="list the strategies")
     st.add_argument("-v", "--verbose", action="store_true", help="with kind, capabilities and a summary")
     st.set_defaults(func=_cmd_strategies)
+
+    w = sub.add_parser("warmup", help="compile every numba kernel into numba's cache (e.g. in an image build)")
+    w.add_argument("-v", "--verbose", action="store_true", help="one line per step on stderr")
+    w.set_defaults(func=_cmd_warmup)
     return p
 
 

@@ -51,7 +51,11 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
         Slab size; overrides ``problem.capacity``. A plan above it is reported with ``success=False``.
     time_limit : float, optional
         Seconds (a positive number; not a bool); passed to strategies that take it, ignored by the
-        fast heuristics.
+        fast heuristics. Time spent importing numba and compiling or loading kernels during the call
+        (``stats["jit_s"]``) is not counted: the deadline moves by it, so that the plan does not
+        depend on the state of numba's cache, and a first call in a process with an empty cache can
+        take its time limit plus that compile time (seconds). Run :func:`dsa.warmup` (``python -m
+        dsa warmup``) once beforehand to fill the cache.
     seed : int, optional
         A non-negative integer, passed to randomised strategies; the same seed gives the same plan.
     validate : bool, default True

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dsa
 from conftest import fields, problems
@@ -207,3 +208,62 @@ def test_bad_options():
         _solve(HAND, order="random")
     with pytest.raises(ValueError, match="at least one"):
         _solve(HAND, variant=())
+
+
+# -- densely overlapping rows: no time-overlap graph --------------------------------------------------
+
+def _no_overlap_graph(monkeypatch):
+    """Make building the time-overlap graph (O(n^2) pairs on dense instances) an error."""
+    from dsa.sweep import Sweep
+
+    def boom(self):
+        raise AssertionError("the time-overlap graph was built")
+
+    monkeypatch.setattr(Sweep, "overlap", property(boom))
+
+
+def _dense(n=2000, seed=0):
+    """Rows that nearly all meet in time, with staggered lifetimes so that alpha' has conflicts."""
+    rng = np.random.default_rng(seed)
+    starts = rng.integers(0, 100, n)
+    return dsa.Problem(starts, starts + rng.integers(60, 200, n), rng.integers(1, 1 << 16, n))
+
+
+@pytest.mark.parametrize("variant", gergov.VARIANTS)
+def test_dense_instances_plan_without_the_overlap_graph(variant, monkeypatch):
+    """Phase 2 finds the conflicts by a sweep over time, and compaction scans the placed rows: on
+    rows that mostly meet in time nothing builds the O(n^2) overlap graph, and the plan is valid."""
+    from dsa.sweep import Sweep
+
+    p = _dense()
+    with_graph = Sweep(p)
+    assert with_graph.dense
+    with_graph.overlap  # the greedy passes (squeeze, compaction) then use it, as on sparse rows
+    want = gergov.solve(p, variant=variant, order=("area", "size"), sweep=with_graph)
+    _no_overlap_graph(monkeypatch)
+    sol = _solve(p, variant=variant, order=("area", "size"))
+    _check(p, sol)
+    assert sol.offsets.tolist() == want.offsets.tolist()
+    if variant == "stack":
+        assert sol.stats["conflicts"] > 0 and sol.stats["colours"] > 1  # phase 2 had work to do
+
+
+@given(problem=problems(max_n=30), seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=100)
+def test_conflicts_match_brute_force(problem, seed):
+    """The sweep's conflict graph is the set of pairs of ``sel`` whose lifetimes and ranges
+    ``[offsets, offsets + size)`` both intersect, for any offsets (rebump's lifted ones too)."""
+    from dsa._kernels.gergov import conflicts
+
+    rng = np.random.default_rng(seed)
+    rows = np.flatnonzero(problem.sizes > 0)
+    sel = rng.permutation(rows).astype(np.int64)
+    offsets = np.full(len(problem), -1, dtype=np.int64)
+    offsets[sel] = rng.integers(0, 2 * int(problem.sizes.max(initial=1)) + 1, len(sel))
+    indptr, indices = conflicts(sel, offsets, problem.sizes, problem.starts, problem.ends)
+    got = {(i, int(j)) for i in range(len(problem)) for j in indices[indptr[i]:indptr[i + 1]]}
+    s, e, z, o = problem.starts, problem.ends, problem.sizes, offsets
+    want = {(int(x), int(y)) for x in sel for y in sel if x != y and s[x] < e[y] and s[y] < e[x]
+            and o[x] < o[y] + z[y] and o[y] < o[x] + z[x]}
+    assert got == want
+    assert len(indices) == len(want)  # each pair once per side

@@ -229,3 +229,56 @@ def test_larger_trace_is_valid_with_restricted_candidates():
 def test_compacted_plan_no_worse_than_bump_without_alignment(problem):
     # what tests/test_properties.py asks of every registered strategy (compaction is a first fit)
     assert dsa.solve(problem, strategy=mincost_flow.solve).peak <= dsa.solve(problem, "bump").peak
+
+
+# -- densely overlapping rows: no time-overlap graph --------------------------------------------------
+
+def _dense(n=2000, seed=0):
+    """Rows that mostly meet in time, plus short ones that chain into objects of several members."""
+    rng = np.random.default_rng(seed)
+    long = n * 3 // 4
+    starts = np.r_[rng.integers(0, 100, long), rng.integers(0, 300, n - long)]
+    ends = starts + np.r_[rng.integers(150, 300, long), rng.integers(1, 20, n - long)]
+    return dsa.Problem(starts, ends, rng.integers(1, 1 << 16, n), alignments=rng.choice([1, 8, 64], n))
+
+
+def test_dense_instances_plan_without_the_overlap_graph(monkeypatch):
+    """On rows that mostly meet in time, the gap layout (and the compaction) scan the placed rows
+    instead of building the O(n^2) overlap graph; the plan is the one the graph gives."""
+    from dsa.sweep import Sweep
+
+    p = _dense()
+    with_graph = Sweep(p)
+    assert with_graph.dense
+    with_graph.overlap
+    want = mincost_flow.solve(p, sweep=with_graph)
+    assert want.stats["objects"] < len(p)  # some objects have several members
+
+    def boom(self):
+        raise AssertionError("the time-overlap graph was built")
+
+    monkeypatch.setattr(Sweep, "overlap", property(boom))
+    sol = dsa.solve(p, "mincost_flow")
+    assert sol.success, sol.message
+    assert sol.offsets.tolist() == want.offsets.tolist()
+    assert naive_validate(**fields(p), offsets=sol.offsets.tolist()) == []
+
+
+@given(problem=problems(max_n=25), candidates=st.sampled_from(["auto", 1, 2]))
+@settings(max_examples=80)
+def test_the_layout_without_the_graph_gives_the_same_plan(problem, candidates):
+    """The list-scanning layout (taken when the rows are dense) places every object where the
+    overlap graph's layout does, fixed rows, alignments and multi-member objects included."""
+    import dsa.sweep
+    from dsa.sweep import Sweep
+
+    with_graph = Sweep(problem)
+    with_graph.overlap
+    want = mincost_flow.solve(problem, candidates=candidates, compact=False, sweep=with_graph)
+    with pytest.MonkeyPatch.context() as mp:  # every problem counts as dense
+        mp.setattr(dsa.sweep, "DENSE_PAIRS", -1)
+        mp.setattr(dsa.sweep, "DENSE_SHARE", 10**9)
+        fresh = Sweep(problem)  # (dense unless no two rows meet)
+        got = mincost_flow.solve(problem, candidates=candidates, compact=False, sweep=fresh)
+        assert not (fresh.dense and "overlap" in fresh.__dict__)
+    assert got.offsets.tolist() == want.offsets.tolist()

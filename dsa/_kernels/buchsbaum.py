@@ -12,10 +12,26 @@ into boxes that hold up to ``H`` of them.
 Functions on arrays and scalars only.
 """
 import numpy as np
-from dsa._kernels import njit
+from dsa._kernels import kernel
+
+from dsa._kernels.sorting import argsort_stable, search_left
 
 
-@njit(cache=True)
+@kernel("i8[]r")
+def _unique(a):
+    """``np.unique(a)``: the sorted distinct values (numba's own costs a second to compile per process)."""
+    order = argsort_stable(a)
+    out = np.empty(len(a), dtype=np.int64)
+    k = 0
+    for i in range(len(a)):
+        v = a[order[i]]
+        if k == 0 or out[k - 1] != v:
+            out[k] = v
+            k += 1
+    return out[:k].copy()
+
+
+@kernel("i8[]r", "i8[]r", "i8[]r", "f8[]r")
 def _critical_nodes(starts, ends, cand, prio):
     """For each job, the index in ``cand`` of the highest-priority time in ``[start, end)``.
 
@@ -37,11 +53,9 @@ def _critical_nodes(starts, ends, cand, prio):
             table[k, i] = a if prio[a] >= prio[b] else b
     m = len(starts)
     node = np.empty(m, dtype=np.int64)
-    lo_all = np.searchsorted(cand, starts)
-    hi_all = np.searchsorted(cand, ends) - 1
     for j in range(m):
-        lo = lo_all[j]
-        hi = hi_all[j]
+        lo = search_left(cand, starts[j])  # np.searchsorted(cand, starts), as a loop
+        hi = search_left(cand, ends[j]) - 1
         span = hi - lo + 1
         k = 0
         while (1 << (k + 1)) <= span:
@@ -52,7 +66,7 @@ def _critical_nodes(starts, ends, cand, prio):
     return node
 
 
-@njit(cache=True)
+@kernel("i8[]r", "i8", "i8[]r", "i8[]r", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8")
 def _new_box(members, count, starts, ends, box_of, slot, bs, be, bn, nb):
     """Make box ``nb`` of ``members[:count]`` stacked in that order; return ``nb + 1``."""
     lo = starts[members[0]]
@@ -71,7 +85,7 @@ def _new_box(members, count, starts, ends, box_of, slot, bs, be, bn, nb):
     return nb + 1
 
 
-@njit(cache=True)
+@kernel("i8[]", "i8", "i8")
 def _heap_push(heap, size, key):
     heap[size] = key
     i = size
@@ -86,7 +100,7 @@ def _heap_push(heap, size, key):
     return size + 1
 
 
-@njit(cache=True)
+@kernel("i8[]", "i8")
 def _heap_pop(heap, size):
     top = heap[0]
     size -= 1
@@ -108,7 +122,7 @@ def _heap_pop(heap, size):
     return top, size
 
 
-@njit(cache=True)
+@kernel("i8[]r", "i8[]r", "i8", "i8", "i8", "f8[]r")
 def box_class(starts, ends, H, outer, inner, prio):
     """Box ``m`` unit-height jobs (lifetimes ``[starts, ends)``) into boxes of at most ``H`` slots.
 
@@ -143,9 +157,9 @@ def box_class(starts, ends, H, outer, inner, prio):
     nb = 0
     if m == 0:
         return box_of, slot, bs[:0], be[:0], bn[:0], 0
-    cand = np.unique(starts)
+    cand = _unique(starts)
     node = _critical_nodes(starts, ends, cand, prio[:len(cand)])
-    order = np.argsort(node, kind="mergesort")
+    order = argsort_stable(node)
     unresolved = np.zeros(m, dtype=np.bool_)
     taken = np.zeros(m, dtype=np.bool_)
     buf = np.empty(m, dtype=np.int64)
@@ -162,8 +176,8 @@ def box_class(starts, ends, H, outer, inner, prio):
             for k in range(size):
                 unresolved[g[k]] = True
             continue
-        by_start = g[np.argsort(starts[g], kind="mergesort")]
-        by_end = g[np.argsort(-ends[g], kind="mergesort")]
+        by_start = g[argsort_stable(starts[g])]
+        by_end = g[argsort_stable(-ends[g])]
         ps = 0
         pe = 0
         left = size
@@ -201,7 +215,7 @@ def box_class(starts, ends, H, outer, inner, prio):
             strip = buf[:want].copy()
             # vertical strips (earliest starts) sorted by end, horizontal ones by start
             key = ends[strip] if side == 0 else starts[strip]
-            strip = strip[np.argsort(key, kind="mergesort")]
+            strip = strip[argsort_stable(key)]
             for c0 in range(0, want, H):
                 c1 = c0 + H if c0 + H < want else want
                 nb = _new_box(strip[c0:c1], c1 - c0, starts, ends, box_of, slot, bs, be, bn, nb)
@@ -211,7 +225,7 @@ def box_class(starts, ends, H, outer, inner, prio):
     un = np.flatnonzero(unresolved)
     u = len(un)
     if u > 0:
-        un = un[np.argsort(starts[un], kind="mergesort")]
+        un = un[argsort_stable(starts[un])]
         row = np.empty(u, dtype=np.int64)
         busy = np.empty(u, dtype=np.int64)   # heap of (end << 32 | row): rows in use
         free = np.empty(u, dtype=np.int64)   # heap of rows released
@@ -232,7 +246,7 @@ def box_class(starts, ends, H, outer, inner, prio):
             nbusy = _heap_push(busy, nbusy, (ends[r] << 32) | x)
         # bundle rows [0, H), [H, 2H), ...; a bundle makes one box per stretch where it is busy
         grp = row // H
-        perm = np.argsort(grp, kind="mergesort")       # stable: by start within a bundle
+        perm = argsort_stable(grp)       # stable: by start within a bundle
         used = np.zeros(H, dtype=np.int64)
         p = 0
         while p < u:
@@ -269,7 +283,7 @@ def box_class(starts, ends, H, outer, inner, prio):
     return box_of, slot, bs[:nb].copy(), be[:nb].copy(), bn[:nb].copy(), n_strip
 
 
-@njit(cache=True)
+@kernel("i8[]r", "i8[]r", "i8[]r")
 def unbox(parent, inner, top_offsets):
     """Offsets of every item: ``top_offsets`` for items without a parent (``parent < 0``), else the
     parent's offset plus ``inner``. Parents have larger indices than their members."""

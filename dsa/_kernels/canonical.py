@@ -59,19 +59,21 @@ current path uses is touched) plus O(m + S + sum(deg) + sum(spans)).
 from __future__ import annotations
 
 import numpy as np
-from dsa._kernels import njit
+from dsa._kernels import kernel, njit
+
+from dsa._kernels.sorting import argsort_stable
 
 FOUND = 0
 INFEASIBLE = 1
 LIMIT = 2
 
 
-@njit(cache=True)
+@kernel("i8", "i8", "i8", "i8")
 def _key_less(a_off, a_rank, b_off, b_rank):
     return a_off < b_off or (a_off == b_off and a_rank < b_rank)
 
 
-@njit(cache=True)
+@kernel("i8", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8", "i8")
 def _undo(c, off, minoff, total, cuts, unb, sz, slo, shi, adj_ptr, adj, mlog_b, mlog_v, m_from, m_to):
     """Take buffer ``c`` off the plan, replaying the undo log ``[m_from, m_to)`` backwards."""
     for k in range(m_to - 1, m_from - 1, -1):
@@ -85,7 +87,7 @@ def _undo(c, off, minoff, total, cuts, unb, sz, slo, shi, adj_ptr, adj, mlog_b, 
     off[c] = -1
 
 
-@njit(cache=True)
+@kernel("i8[]", "i8[]", "i8[]", "i8", "i8")
 def _keep_nonempty(nonempty, p_lo, p_hi, ptop, npieces):
     """Keep the pieces ``ptop ..`` whose ``nonempty`` flag is set, in order; returns how many."""
     k = 0
@@ -97,7 +99,7 @@ def _keep_nonempty(nonempty, p_lo, p_hi, ptop, npieces):
     return k
 
 
-@njit(cache=True)
+@kernel("i8[]", "i8[]r", "i8", "i8", "i8", "i8[]r", "i8[]r", "i8[]r", "i8[,]r", "i8", "i8[]", "i8[]", "i8")
 def _rerank(rank, ulist, ucount, lo, hi, slo, shi, total, keys, tpos, rk_b, rk_v, rktop):
     """Re-rank the unplaced buffers of the group ``[lo, hi)`` by the static preorder ``keys`` (larger
     first, row by row), with row ``tpos`` replaced by the largest *current* section total the buffer
@@ -116,7 +118,7 @@ def _rerank(rank, ulist, ucount, lo, hi, slo, shi, total, keys, tpos, rk_b, rk_v
     cur = np.empty(k, np.int64)
     for q in range(k):
         cur[q] = rank[g[q]]
-    idx = np.argsort(cur)
+    idx = argsort_stable(cur)  # ranks are distinct: the one order
     vals = np.empty(k, np.int64)
     for j in range(keys.shape[0] - 1, -1, -1):
         for q in range(k):
@@ -129,9 +131,9 @@ def _rerank(rank, ulist, ucount, lo, hi, slo, shi, total, keys, tpos, rk_b, rk_v
                 vals[q] = -t
             else:
                 vals[q] = -keys[j, y]
-        perm = np.argsort(vals, kind="mergesort")
+        perm = argsort_stable(vals)
         idx = idx[perm]
-    rs = np.sort(cur)
+    rs = cur[argsort_stable(cur)]
     for q in range(k):
         y = g[idx[q]]
         if rank[y] != rs[q]:
@@ -149,7 +151,7 @@ NSLOTS = 36
 FRESH, RUNNING, DONE = 0, 1, 2
 
 
-@njit(cache=True)
+@kernel("i8[]", "i8", "i8", "i8", "i8", "i8", "i8", "i8", "i8")
 def _pause(sc, depth, rktop, mtop, ptop, rtop, ucount, stamp, nodes):
     """Keep the scalars of a search stopped before its next try (it resumes there)."""
     sc[_DEPTH] = depth

@@ -4,8 +4,11 @@
   ``(offset, window)``, two union-find "next open section" structures over the closed time, and a
   range tree that answers "the first job in rank order whose lifetime lies in ``[L, R]``" with
   deletions, in O(log^2 n) per query.
-* :func:`colour` -- phase 2, greedy colouring of the conflict graph (time AND address overlap) in the
-  phase-1 selection order, on the time-overlap CSR adjacency of :class:`dsa.sweep.Sweep`.
+* :func:`conflicts` -- the conflict graph (time AND address overlap) of a placement, by a sweep over
+  time with a max tree over address order: O((m + C) log m) for C conflicts, never the time-overlap
+  graph (which has O(n^2) edges when most rows meet, and few of them conflict).
+* :func:`colour` -- phase 2, greedy colouring of the conflict graph in the phase-1 selection order,
+  on CSR adjacency (the conflict graph, or any graph containing it).
 * :func:`rebump` -- the practical fixpoint re-placement that Triton's allocator applies instead of
   stacking colour classes.
 
@@ -13,7 +16,9 @@ Time is measured in sections (indices of the elementary intervals between consec
 so a job covers the sections ``first[j] .. last[j]`` (inclusive) and a window is a section range.
 """
 import numpy as np
-from dsa._kernels import njit
+from dsa._kernels import kernel, njit
+
+from dsa._kernels.sorting import argsort_stable
 
 _BIG32 = np.int32(2**31 - 1)
 
@@ -21,19 +26,19 @@ _BIG32 = np.int32(2**31 - 1)
 # ---------------------------------------------------------------------------------------------
 # binary min-heap of triples, keyed by (offset, first section of the window)
 
-@njit(cache=True)
+@kernel("i8[]r", "i8[]r", "i8", "i8")
 def _less(hw, ha, i, j):
     return hw[i] < hw[j] or (hw[i] == hw[j] and ha[i] < ha[j])
 
 
-@njit(cache=True)
+@kernel("i8[]", "i8[]", "i8[]", "i8", "i8")
 def _swap(hw, ha, hb, i, j):
     hw[i], hw[j] = hw[j], hw[i]
     ha[i], ha[j] = ha[j], ha[i]
     hb[i], hb[j] = hb[j], hb[i]
 
 
-@njit(cache=True)
+@kernel("i8[]", "i8[]", "i8[]", "i8", "i8", "i8", "i8")
 def _push(hw, ha, hb, size, w, a, b):
     i = size
     hw[i] = w
@@ -49,7 +54,7 @@ def _push(hw, ha, hb, size, w, a, b):
     return size + 1
 
 
-@njit(cache=True)
+@kernel("i8[]", "i8[]", "i8[]", "i8")
 def _pop(hw, ha, hb, size):
     """Move the minimum to slot ``size - 1`` and restore the heap on the first ``size - 1`` slots."""
     last = size - 1
@@ -72,7 +77,7 @@ def _pop(hw, ha, hb, size):
 # ---------------------------------------------------------------------------------------------
 # union-find over closed sections: nearest open section to the left / right
 
-@njit(cache=True)
+@kernel("i8[]", "i8")
 def _find(parent, x):
     r = x
     while parent[r] != r:
@@ -88,7 +93,7 @@ def _find(parent, x):
 # range tree: leaves = jobs sorted by first section; every node keeps its jobs sorted by last
 # section and a min segment tree of their ranks (a deleted job has rank BIG)
 
-@njit(cache=True)
+@kernel("i4[]r", "i4[]r", "i4[]r")
 def _build_tree(first, last, rank):
     m = len(first)
     size = 1
@@ -97,7 +102,10 @@ def _build_tree(first, last, rank):
         size *= 2
         height += 1
     levels = height + 1
-    perm = np.argsort(first, kind="mergesort")
+    first64 = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        first64[i] = first[i]
+    perm = argsort_stable(first64)  # the stable order, as np.argsort(kind="mergesort")
     leaf_first = first[perm]
     leaf_of = np.empty(m, dtype=np.int64)
     key = np.empty((levels, size), dtype=np.int32)
@@ -150,7 +158,7 @@ def _build_tree(first, last, rank):
     return leaf_first, leaf_of, key, seg, pos
 
 
-@njit(cache=True)
+@kernel("i4[,]r", "i4[,]r", "i8", "i8", "i8", "i4")
 def _node_min(key, seg, h, k, hi_last, best):
     """Smallest rank in node (h, k) among jobs with last section <= ``hi_last`` (or ``best``)."""
     b = 1 << h
@@ -189,12 +197,27 @@ def _node_min(key, seg, h, k, hi_last, best):
     return res
 
 
-@njit(cache=True)
+@kernel("i4[]r", "i4[,]r", "i4[,]r", "i8", "i8")
 def _query(leaf_first, key, seg, lo_first, hi_last):
     """Smallest rank of a remaining job with ``first >= lo_first`` and ``last <= hi_last`` (BIG: none)."""
     size = key.shape[1]
-    lo = np.searchsorted(leaf_first, lo_first, side="left")
-    hi = np.searchsorted(leaf_first, hi_last, side="right")
+    lo = 0  # np.searchsorted(leaf_first, lo_first, side="left"), as a loop (cheaper to compile)
+    hi = len(leaf_first)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if leaf_first[mid] < lo_first:
+            lo = mid + 1
+        else:
+            hi = mid
+    lo2 = 0  # np.searchsorted(leaf_first, hi_last, side="right")
+    hi = len(leaf_first)
+    while lo2 < hi:
+        mid = (lo2 + hi) >> 1
+        if leaf_first[mid] <= hi_last:
+            lo2 = mid + 1
+        else:
+            hi = mid
+    hi = lo2
     best = _BIG32
     l = lo + size
     r = hi + size
@@ -212,7 +235,7 @@ def _query(leaf_first, key, seg, lo_first, hi_last):
     return best
 
 
-@njit(cache=True)
+@kernel("i4[,]", "i4[,]r", "i8[]r", "i8")
 def _delete(seg, pos, leaf_of, j):
     p = leaf_of[j]
     for h in range(seg.shape[0]):
@@ -231,7 +254,7 @@ def _delete(seg, pos, leaf_of, j):
 
 # ---------------------------------------------------------------------------------------------
 
-@njit(cache=True)
+@kernel("i4[]r", "i4[]r", "i8[]r", "i8[]r", "i4[]r", "i8")
 def skyline(first, last, sizes, aligns, rank, n_sections):
     """Phase 1: the skyline placement alpha' of jobs ``0..m-1`` (sizes > 0).
 
@@ -295,6 +318,132 @@ def skyline(first, last, sizes, aligns, rank, n_sections):
 
 
 @njit(cache=True)
+def _report(mx, size, p, lo_x, out, node, first, width):
+    """Write to ``out`` the leaves ``< p`` of the max tree ``mx`` (``size`` leaves, node ``v`` has
+    children ``2v`` and ``2v + 1``) whose value exceeds ``lo_x``; return their count. Subtrees whose
+    maximum is at most ``lo_x``, or that start at or after leaf ``p``, are skipped. ``node``,
+    ``first`` and ``width`` are the depth-first stack (two entries per level of the tree)."""
+    k = 0
+    if p <= 0 or mx[1] <= lo_x:
+        return k
+    node[0] = 1
+    first[0] = 0
+    width[0] = size
+    top = 1
+    while top > 0:
+        top -= 1
+        v = node[top]
+        left = first[top]
+        w = width[top]
+        if mx[v] <= lo_x or left >= p:
+            continue
+        if w == 1:
+            out[k] = left
+            k += 1
+            continue
+        half = w >> 1
+        node[top] = 2 * v + 1
+        first[top] = left + half
+        width[top] = half
+        node[top + 1] = 2 * v
+        first[top + 1] = left
+        width[top + 1] = half
+        top += 2
+    return k
+
+
+@njit(cache=True)
+def conflicts(sel, offsets, sizes, starts, ends):
+    """The conflict graph of the rows of ``sel``: pairs whose lifetimes AND ranges
+    ``[offsets, offsets + sizes)`` intersect, as CSR adjacency over all rows (``indptr``, ``indices``).
+
+    No time-overlap graph is built: a sweep over time keeps the rows alive at each start in a max
+    tree over address order (leaves: rows by offset; value: the row's top while it is alive), and a
+    row that starts reports the live rows with offset below its top and top above its offset. Every
+    pair that meets in time is looked at once, when the later of the two starts, but only the pairs
+    that also meet in address are visited. O((m + C) log m) time and O(n + C) memory for ``m`` rows
+    in ``sel`` and ``C`` conflicting pairs, whatever the number of pairs that meet in time.
+    """
+    n = len(offsets)
+    m = len(sel)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    if m == 0:
+        return indptr, np.zeros(0, dtype=np.int64)
+    lo = offsets[sel]
+    by_lo = np.argsort(lo, kind="mergesort")
+    lo_sorted = lo[by_lo]
+    leaf = np.empty(n, dtype=np.int64)  # leaf of each row of sel
+    for q in range(m):
+        leaf[sel[by_lo[q]]] = q
+    size = 1
+    while size < m:
+        size *= 2
+    floor = np.iinfo(np.int64).min
+    mx = np.full(2 * size, floor, dtype=np.int64)
+    by_start = sel[np.argsort(starts[sel], kind="mergesort")]
+    by_end = sel[np.argsort(ends[sel], kind="mergesort")]
+    cap = 2 * m + 16
+    ex = np.empty(cap, dtype=np.int64)
+    ey = np.empty(cap, dtype=np.int64)
+    ne = 0
+    hits = np.empty(m, dtype=np.int64)
+    node = np.empty(130, dtype=np.int64)  # depth-first stack of _report
+    first = np.empty(130, dtype=np.int64)
+    width = np.empty(130, dtype=np.int64)
+    e = 0
+    for x in by_start:
+        # rows that ended by x's start leave the tree (they started before it: end > start)
+        while e < m and ends[by_end[e]] <= starts[x]:
+            v = leaf[by_end[e]] + size
+            mx[v] = floor
+            v >>= 1
+            while v >= 1:
+                a = mx[2 * v]
+                b = mx[2 * v + 1]
+                mx[v] = a if a > b else b
+                v >>= 1
+            e += 1
+        lx = offsets[x]
+        hx = lx + sizes[x]
+        p = np.searchsorted(lo_sorted, hx)  # rows with offset < hx
+        k = _report(mx, size, p, lx, hits, node, first, width)
+        if ne + k > cap:
+            while ne + k > cap:
+                cap *= 2
+            ex2 = np.empty(cap, dtype=np.int64)
+            ey2 = np.empty(cap, dtype=np.int64)
+            ex2[:ne] = ex[:ne]
+            ey2[:ne] = ey[:ne]
+            ex = ex2
+            ey = ey2
+        for t in range(k):
+            ex[ne] = x
+            ey[ne] = sel[by_lo[hits[t]]]
+            ne += 1
+        v = leaf[x] + size
+        mx[v] = hx
+        v >>= 1
+        while v >= 1:
+            a = mx[2 * v]
+            b = mx[2 * v + 1]
+            mx[v] = a if a > b else b
+            v >>= 1
+    for t in range(ne):
+        indptr[ex[t] + 1] += 1
+        indptr[ey[t] + 1] += 1
+    for i in range(n):
+        indptr[i + 1] += indptr[i]
+    fill = indptr[:n].copy()
+    indices = np.empty(2 * ne, dtype=np.int64)
+    for t in range(ne):
+        indices[fill[ex[t]]] = ey[t]
+        fill[ex[t]] += 1
+        indices[fill[ey[t]]] = ex[t]
+        fill[ey[t]] += 1
+    return indptr, indices
+
+
+@kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i4[]r")
 def colour(sel, offsets, sizes, indptr, indices):
     """Greedy colouring in the order ``sel`` of the conflict graph of ``offsets``.
 
@@ -325,59 +474,30 @@ def colour(sel, offsets, sizes, indptr, indices):
 
 
 @njit(cache=True)
-def rebump(sel, offsets, sizes, aligns, indptr, indices, max_rounds):
+def rebump(sel, offsets, sizes, aligns, starts, ends, max_rounds):
     """Triton's fixpoint: colour the conflicts, lift every row of colour > 0 above its conflicts, repeat.
 
     ``offsets`` (rows of ``sel``; others ignored) is updated in place. In each round the conflict graph
-    of the current offsets is coloured greedily in the order ``sel``; then, in that order, every row of
-    colour > 0 moves to the aligned top of its highest conflicting neighbour (neighbours' current
-    offsets, which may already have moved in this round). Returns ``(rounds, converged)``.
+    of the current offsets (:func:`conflicts`) is coloured greedily in the order ``sel``; then, in that
+    order, every row of colour > 0 moves to the aligned top of its highest conflicting neighbour
+    (neighbours' current offsets, which may already have moved in this round). Returns
+    ``(rounds, converged)``. O((m + C) log m) per round for ``C`` conflicting pairs.
     """
-    n = len(offsets)
-    member = np.zeros(n, dtype=np.bool_)
-    for x in sel:
-        member[x] = True
-    conf = np.zeros(len(indices), dtype=np.bool_)
-    col = np.full(n, -1, dtype=np.int64)
-    stamp = np.zeros(len(sel) + 1, dtype=np.int64)
     for rnd in range(max_rounds):
-        any_conf = False
-        for t in range(len(sel)):
-            x = sel[t]
-            lo = offsets[x]
-            hi = lo + sizes[x]
-            for e in range(indptr[x], indptr[x + 1]):
-                y = indices[e]
-                c = member[y] and offsets[y] < hi and lo < offsets[y] + sizes[y]
-                conf[e] = c
-                if c:
-                    any_conf = True
-        if not any_conf:
+        indptr, indices = conflicts(sel, offsets, sizes, starts, ends)
+        if len(indices) == 0:
             return rnd, True
-        for x in sel:
-            col[x] = -1
-        for t in range(len(sel)):
-            x = sel[t]
-            for e in range(indptr[x], indptr[x + 1]):
-                if conf[e]:
-                    cy = col[indices[e]]
-                    if cy >= 0:
-                        stamp[cy] = rnd * (len(sel) + 1) + t + 1
-            c = 0
-            while stamp[c] == rnd * (len(sel) + 1) + t + 1:
-                c += 1
-            col[x] = c
+        col, _ = colour(sel, offsets, sizes, indptr, indices)
         for t in range(len(sel)):
             x = sel[t]
             if col[x] == 0:
                 continue
             top = offsets[x]
             for e in range(indptr[x], indptr[x + 1]):
-                if conf[e]:
-                    y = indices[e]
-                    v = offsets[y] + sizes[y]
-                    if v > top:
-                        top = v
+                y = indices[e]
+                v = offsets[y] + sizes[y]
+                if v > top:
+                    top = v
             al = aligns[x]
             offsets[x] = (top + al - 1) // al * al
     return max_rounds, False

@@ -5,34 +5,20 @@ The time-overlap graph comes as CSR adjacency (:func:`dsa._kernels.sweep.overlap
 problem), so placing a row costs O(k log k) for its k placed neighbours: O(n log n + sum k log k) overall.
 """
 import numpy as np
-from dsa._kernels import njit
+from dsa._kernels import kernel
+
+from dsa._kernels.sorting import sort_pairs
 
 from dsa._kernels.sweep import overlap_csr  # noqa: F401  (re-exported: older imports name it here)
 
 
-@njit(cache=True, nogil=True)
-def _sort_by_lo(lo, hi, k):
-    """Sort the first ``k`` pairs ``(lo, hi)`` by ``lo`` in place (insertion sort for short lists)."""
-    if k > 48:
-        idx = np.argsort(lo[:k])
-        slo = lo[:k][idx]
-        shi = hi[:k][idx]
-        lo[:k] = slo
-        hi[:k] = shi
-        return
-    for t in range(1, k):
-        x = lo[t]
-        y = hi[t]
-        u = t - 1
-        while u >= 0 and lo[u] > x:
-            lo[u + 1] = lo[u]
-            hi[u + 1] = hi[u]
-            u -= 1
-        lo[u + 1] = x
-        hi[u + 1] = y
+# sort the first k (lo, hi) pairs by lo (mincost_flow's kernels import it under this name); a loop of
+# our own instead of np.argsort, whose numba version costs seconds to compile in every process
+_sort_by_lo = sort_pairs
 
 
-@njit(cache=True, nogil=True)  # nogil: a portfolio runs several placements on threads
+# nogil: a portfolio runs several placements on threads
+@kernel("i8[]r", "i8[]r", "i8[]r", "i8[]", "i8[]r", "i4[]r", "b1", nogil=True)
 def place(order, sizes, aligns, offsets, indptr, indices, best_fit):
     """Place the rows of ``order`` one by one; ``offsets`` holds -1 for unplaced rows and is filled in.
 
@@ -65,7 +51,7 @@ def place(order, sizes, aligns, offsets, indptr, indices, best_fit):
     return offsets
 
 
-@njit(cache=True, nogil=True)
+@kernel("i8[]r", "i8[]r", "i8", "i8", "i8", "b1", nogil=True)
 def _choose(lo, hi, k, size, a, best_fit):
     """The offset for a row of ``size`` (alignment ``a``) among ``k`` obstacles ``[lo, hi)`` sorted by
     ``lo``: the smallest fitting gap (``best_fit``; ties to the lowest) or the lowest fitting gap,
@@ -89,7 +75,7 @@ def _choose(lo, hi, k, size, a, best_fit):
     return best
 
 
-@njit(cache=True, nogil=True)
+@kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]", "b1", nogil=True)
 def place_dense(order, starts, ends, sizes, aligns, offsets, best_fit):
     """The placement rule of :func:`place` without the overlap graph, for densely overlapping rows.
 

@@ -13,13 +13,13 @@ Dijkstra on reduced costs (Hungarian potentials), one row at a time, as in Crous
 heap instead of a dense scan.
 """
 import numpy as np
-from dsa._kernels import njit
+from dsa._kernels import kernel, njit
 from dsa._kernels.greedy import _choose, _sort_by_lo
 
 _INF = np.iinfo(np.int64).max
 
 
-@njit(cache=True)
+@kernel("i8", "i8")
 def _compatible(a, b):
     """Alignments ``a`` and ``b`` divide one another (their lcm is their max)."""
     if a >= b:
@@ -27,7 +27,7 @@ def _compatible(a, b):
     return b % a == 0
 
 
-@njit(cache=True)
+@kernel("i8", "i8[]r", "i8", "i8[]r", "i8[]r", "i8", "i8", "i8[]", "i8[]", "i8", "i8[]", "i8[]")
 def _scan(j, by_end, avail, sizes, aligns, k, window, cols, costs, base, tmp_i, tmp_key):
     """Count (``base < 0``) or write at ``base`` the candidate predecessors of row ``j``.
 
@@ -96,7 +96,7 @@ def candidate_edges(by_end, avail, sizes, aligns, k, window):
     return indptr, cols, costs
 
 
-@njit(cache=True)
+@kernel("i8[]", "i8[]", "i8", "i8", "i8")
 def _heap_push(hkey, hval, n, key, val):
     t = n
     hkey[t] = key
@@ -113,7 +113,7 @@ def _heap_push(hkey, hval, n, key, val):
     return n + 1
 
 
-@njit(cache=True)
+@kernel("i8[]", "i8[]", "i8")
 def _heap_pop(hkey, hval, n):
     """Remove the root; return the new size (the root must be read before)."""
     n -= 1
@@ -365,4 +365,93 @@ def place_objects(order, obj_ptr, members, obj_size, obj_align, sizes, offsets, 
         best = _choose(lo, hi, k, size, a, best_fit)  # the greedy engine's gap rule
         for p in range(obj_ptr[o], obj_ptr[o + 1]):
             offsets[members[p]] = best
+    return offsets
+
+
+@njit(cache=True)
+def place_objects_dense(order, obj_ptr, members, obj_size, obj_align, sizes, starts, ends, offsets,
+                        best_fit):
+    """:func:`place_objects` without the overlap graph, for problems whose rows mostly meet in time.
+
+    Every placed row is kept in one list sorted by offset (its lifetime and address range stored
+    in the list, so that a scan reads memory in order); an object scans it once, keeping the rows
+    that meet one of its members in time (the members are disjoint and in time order, so a binary
+    search over their starts finds the only one that can meet a given row), and its members are then
+    inserted at the object's offset. The obstacles are those of :func:`place_objects` (without its
+    repeats of a row that meets several members, which never change the gap chosen), already in
+    offset order, so the plan is the same. O(n) memory; O(n log c) work per object of ``c``
+    members, O(n^2 log c) in all, which beats the graph's O(n^2) memory when most rows meet.
+    """
+    n = len(sizes)
+    ls = np.empty(n, dtype=np.int64)  # the placed rows by offset: start, end, offset, top
+    le = np.empty(n, dtype=np.int64)
+    llo = np.empty(n, dtype=np.int64)
+    lhi = np.empty(n, dtype=np.int64)
+    m = 0
+    pre = np.empty(n, dtype=np.int64)
+    for j in range(n):  # rows placed beforehand (fixed ones), by offset
+        if offsets[j] >= 0 and sizes[j] > 0:
+            pre[m] = j
+            m += 1
+    pre = pre[:m][np.argsort(offsets[pre[:m]], kind="mergesort")]
+    for t in range(m):
+        j = pre[t]
+        ls[t] = starts[j]
+        le[t] = ends[j]
+        llo[t] = offsets[j]
+        lhi[t] = offsets[j] + sizes[j]
+    lo = np.empty(n, dtype=np.int64)
+    hi = np.empty(n, dtype=np.int64)
+    for o in order:
+        p0 = obj_ptr[o]
+        p1 = obj_ptr[o + 1]
+        c = p1 - p0
+        k = 0
+        if c == 1:
+            s = starts[members[p0]]
+            e = ends[members[p0]]
+            for t in range(m):
+                if ls[t] < e and le[t] > s:
+                    lo[k] = llo[t]
+                    hi[k] = lhi[t]
+                    k += 1
+        else:
+            for t in range(m):
+                # the last member starting before row t ends is the only one that can meet it
+                left = p0
+                right = p1
+                while left < right:
+                    mid = (left + right) // 2
+                    if starts[members[mid]] < le[t]:
+                        left = mid + 1
+                    else:
+                        right = mid
+                if left > p0 and ends[members[left - 1]] > ls[t]:
+                    lo[k] = llo[t]
+                    hi[k] = lhi[t]
+                    k += 1
+        best = _choose(lo, hi, k, obj_size[o], obj_align[o], best_fit)
+        # insert the members after the rows whose offset is at most the object's
+        left = 0
+        right = m
+        while left < right:
+            mid = (left + right) // 2
+            if llo[mid] <= best:
+                left = mid + 1
+            else:
+                right = mid
+        for t in range(m - 1, left - 1, -1):
+            ls[t + c] = ls[t]
+            le[t + c] = le[t]
+            llo[t + c] = llo[t]
+            lhi[t + c] = lhi[t]
+        for p in range(p0, p1):
+            x = members[p]
+            offsets[x] = best
+            q = left + p - p0
+            ls[q] = starts[x]
+            le[q] = ends[x]
+            llo[q] = best
+            lhi[q] = best + sizes[x]
+        m += c
     return offsets

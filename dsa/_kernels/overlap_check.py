@@ -7,10 +7,10 @@ are order-statistic queries on a Fenwick tree over the buffers' ranks by offset,
 costs O(log n).
 """
 import numpy as np
-from dsa._kernels import njit
+from dsa._kernels import kernel, njit
 
 
-@njit(cache=True)
+@kernel("i4[]", "i8", "i8")
 def _fen_add(tree, i, v):
     i += 1
     while i < len(tree):
@@ -18,7 +18,7 @@ def _fen_add(tree, i, v):
         i += i & (-i)
 
 
-@njit(cache=True)
+@kernel("i4[]r", "i8")
 def _fen_prefix(tree, i):
     """Sum of positions ``[0, i)``."""
     s = 0
@@ -28,7 +28,7 @@ def _fen_prefix(tree, i):
     return s
 
 
-@njit(cache=True)
+@kernel("i4[]r", "i8", "i8")
 def _fen_kth(tree, k, top_bit):
     """Position (0-based) of the k-th (1-based) set element."""
     pos = 0

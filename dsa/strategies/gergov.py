@@ -31,9 +31,13 @@ compaction); zero-size buffers sit at offset 0.
 Complexity per order: phase 1 is O(n log^2 n) time and O(n log n) memory (a heap of at most 3n + 1
 triples, union-find over the closed time sections, and a range tree answering "the first buffer in
 J lying inside the window widened over its closed neighbourhood" with deletions); phase 2 is
-O(n + E) for E intersecting lifetime pairs; ``stack`` is O(n), ``rebump`` O(n + E) per round;
-``squeeze`` and compaction are one greedy pass each, O(n log n + E + sum_i k_i log k_i) for k_i placed
-neighbours of buffer i.
+O(n + E) for E intersecting lifetime pairs, on the time-overlap graph, or, when most buffers meet
+(E = O(n^2)), O((n + C) log n) time and O(n + C) memory for C conflicting pairs, which a sweep over
+time with a max tree over alpha' order finds without that graph; ``stack`` is O(n), ``rebump``
+O((n + C) log n) per round (always the sweep); ``squeeze`` and compaction are one greedy pass
+each, O(n log n + E + sum_i k_i log k_i) for k_i placed neighbours of buffer i, or O(n^2) time and
+O(n) memory without the overlap graph when most pairs of buffers meet
+(:attr:`dsa.sweep.Sweep.dense`).
 """
 from __future__ import annotations
 
@@ -120,7 +124,10 @@ def conflict_colouring(problem, alpha, sel, *, sweep=None):
     """Phase 2: greedy colouring of the conflict graph of ``alpha`` in the order ``sel``.
 
     Rows of ``sel`` conflict when their lifetimes and their ranges ``[alpha, alpha + size)`` both
-    intersect.
+    intersect. The time-overlap graph of ``sweep`` is scanned when it is built or cheap (O(n + E));
+    when most pairs of rows meet in time (:attr:`dsa.sweep.Sweep.dense`) the conflicts are found
+    instead by a sweep over time (:func:`dsa._kernels.gergov.conflicts`), in O((m + C) log m) time and
+    O(n + C) memory for ``m`` rows and ``C`` conflicts. Same colours either way.
 
     Returns
     -------
@@ -129,12 +136,20 @@ def conflict_colouring(problem, alpha, sel, *, sweep=None):
     n_edges : int
         Number of conflicting pairs.
     """
-    from dsa._kernels.gergov import colour
+    from dsa._kernels.gergov import colour, conflicts
     from dsa.sweep import Sweep
 
-    indptr, indices = (sweep or Sweep(problem)).overlap
-    col, edges = colour(np.asarray(sel, dtype=np.int64), np.asarray(alpha, dtype=np.int64),
-                        problem.sizes, indptr, indices)
+    sel = np.asarray(sel, dtype=np.int64)
+    alpha = np.asarray(alpha, dtype=np.int64)
+    sweep = sweep or Sweep(problem)
+    if "overlap" in sweep.__dict__ or not sweep.dense:
+        # the time-overlap graph, which the greedy passes that follow (squeeze, compaction) use too
+        indptr, indices = sweep.overlap
+    else:
+        # most pairs meet in time (O(n^2) edges, of which a handful conflict): the conflict graph
+        # alone, by a sweep over time with an index over alpha'
+        indptr, indices = conflicts(sel, alpha, problem.sizes, problem.starts, problem.ends)
+    col, edges = colour(sel, alpha, problem.sizes, indptr, indices)
     return col, int(edges)
 
 
@@ -183,9 +198,9 @@ def _raw_plan(problem, variant, alpha, sel, col, sweep, stats):
     # rebump
     from dsa._kernels.gergov import rebump
 
-    indptr, indices = sweep.overlap
     lifted = alpha.copy()
-    rounds, converged = rebump(sel, lifted, sizes, problem.alignments, indptr, indices, _MAX_ROUNDS)
+    rounds, converged = rebump(sel, lifted, sizes, problem.alignments, problem.starts, problem.ends,
+                               _MAX_ROUNDS)
     stats["rounds"] = int(rounds)
     if not converged or base + int((lifted[sel] + sizes[sel]).max()) > _MAX_VALUE:
         # no fixpoint within _MAX_ROUNDS, or no room above the fixed rows: first fit instead
@@ -221,8 +236,9 @@ def solve(problem, *, order=DEFAULT_ORDERS, variant=DEFAULT_VARIANTS, compact: b
     variant : str or sequence of str, default ("stack", "squeeze")
         How phase 2 turns the skyline into a valid plan: ``"stack"`` shifts colour class ``c`` up by
         ``c`` times the skyline height (the paper's construction); ``"rebump"`` lifts conflicting
-        buffers onto their neighbours until nothing conflicts (Triton; O(n + E) per round, so not in
-        the default); ``"squeeze"`` places buffers first fit in ascending skyline offset.
+        buffers onto their neighbours until nothing conflicts (Triton; O((n + C) log n) per round for
+        C conflicts, and up to thousands of rounds, so not in the default); ``"squeeze"`` places
+        buffers first fit in ascending skyline offset.
     compact : bool, default True
         End every member with :func:`dsa.compaction.compact`, which never raises the peak.
     sweep : dsa.sweep.Sweep, optional

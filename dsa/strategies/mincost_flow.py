@@ -54,7 +54,10 @@ Complexity: O(n log n + n W log W) to build the candidates (W = max(K, window)).
 costs, per buffer, a Dijkstra over the part of the graph it explores: O(n (nK + n) log n) in the
 worst case, near linear on DNN traces (``stats["explored"]`` reports the columns settled). The gap
 layout and the compaction cost O(n log n + E + sum_i k_i log k_i), E the intersecting lifetime
-pairs. Memory O(n K + E). Measured on 2 shared cores: 100,000 buffers in 0.7-1.4 s (K = 16); 1,500 exactly in ~1 s.
+pairs, with memory O(n K + E); when most pairs of rows meet (:attr:`dsa.sweep.Sweep.dense`) and the
+overlap graph is not built yet, both scan a list of the placed rows instead: O(n^2 log K) time
+(O(n^2) for the compaction), O(n K) memory, no overlap graph. Measured on 2 shared cores: 100,000
+buffers in 0.7-1.4 s (K = 16); 1,500 exactly in ~1 s; 20,000 buffers all alive at once in 1.8 s.
 """
 from __future__ import annotations
 
@@ -189,7 +192,7 @@ def solve(problem, *, candidates="auto", window=None, layout: str = "gap", compa
     """
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}; valid layouts: {', '.join(LAYOUTS)}")
-    from dsa._kernels.mincost_flow import place_objects, stack_objects
+    from dsa._kernels.mincost_flow import place_objects, place_objects_dense, stack_objects
     from dsa.sweep import Sweep
 
     n = len(problem)
@@ -205,13 +208,19 @@ def solve(problem, *, candidates="auto", window=None, layout: str = "gap", compa
             stack_objects(obj_ptr, members, obj_size, obj_align, base, offsets)
         else:
             sweep = sweep or Sweep(problem)
-            indptr, indices = sweep.overlap
             offsets[members] = -1
             # largest object first; then the longest total lifetime, then the earliest (lowest index)
             span = np.add.reduceat(problem.durations[members], obj_ptr[:-1])
             order = np.lexsort((np.arange(len(obj_size)), -span, -obj_size))
-            place_objects(order, obj_ptr, members, obj_size, obj_align, problem.sizes, offsets,
-                          indptr, indices, True)
+            if "overlap" not in sweep.__dict__ and sweep.dense:
+                # most pairs of rows meet: the overlap graph would take O(n^2) memory; scan a list
+                # of the placed rows instead (same plan; the compaction does the same)
+                place_objects_dense(order, obj_ptr, members, obj_size, obj_align, problem.sizes,
+                                    problem.starts, problem.ends, offsets, True)
+            else:
+                indptr, indices = sweep.overlap
+                place_objects(order, obj_ptr, members, obj_size, obj_align, problem.sizes, offsets,
+                              indptr, indices, True)
     peak_before = int((offsets + problem.sizes).max()) if n else 0
     if compact and n:
         from dsa.compaction import compact as squeeze
