@@ -352,6 +352,19 @@ def _report(mx, size, p, lo_x, out, node, first, width):
     return k
 
 
+@kernel("i8[]", "i8", "i8")
+def _tree_set(mx, v, value):
+    """Set leaf ``v`` (an index into the heap-ordered max tree ``mx``) to ``value`` and update the
+    maxima on its path to the root."""
+    mx[v] = value
+    v >>= 1
+    while v >= 1:
+        a = mx[2 * v]
+        b = mx[2 * v + 1]
+        mx[v] = a if a > b else b
+        v >>= 1
+
+
 @njit(cache=True)
 def conflicts(sel, offsets, sizes, starts, ends):
     """The conflict graph of the rows of ``sel``: pairs whose lifetimes AND ranges
@@ -394,14 +407,7 @@ def conflicts(sel, offsets, sizes, starts, ends):
     for x in by_start:
         # rows that ended by x's start leave the tree (they started before it: end > start)
         while e < m and ends[by_end[e]] <= starts[x]:
-            v = leaf[by_end[e]] + size
-            mx[v] = floor
-            v >>= 1
-            while v >= 1:
-                a = mx[2 * v]
-                b = mx[2 * v + 1]
-                mx[v] = a if a > b else b
-                v >>= 1
+            _tree_set(mx, leaf[by_end[e]] + size, floor)
             e += 1
         lx = offsets[x]
         hx = lx + sizes[x]
@@ -420,14 +426,7 @@ def conflicts(sel, offsets, sizes, starts, ends):
             ex[ne] = x
             ey[ne] = sel[by_lo[hits[t]]]
             ne += 1
-        v = leaf[x] + size
-        mx[v] = hx
-        v >>= 1
-        while v >= 1:
-            a = mx[2 * v]
-            b = mx[2 * v + 1]
-            mx[v] = a if a > b else b
-            v >>= 1
+        _tree_set(mx, leaf[x] + size, hx)
     for t in range(ne):
         indptr[ex[t] + 1] += 1
         indptr[ey[t] + 1] += 1
