@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test bench bench-cold-start bench-exact bench-mip bench-peers bench-memory bench-profile bench-latency docs docs-figures clean
+.PHONY: demo test bench bench-batch bench-cold-start bench-exact bench-mip bench-peers bench-memory bench-profile bench-latency docs docs-figures clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -12,7 +12,7 @@ $(PY):
 demo: $(PY)
 	$(PIP) -e ".[plot,torch]"
 	$(PY) -m dsa warmup
-	$(PY) -m dsa compare --bundled all --plot out/heap_map.png
+	$(PY) -m dsa compare --bundled all --jobs 2 --plot out/heap_map.png
 	$(PY) -m dsa.adapters.torch --plot out/torch_heap_map.png
 
 test: $(PY)
@@ -25,6 +25,12 @@ bench: $(PY)
 	$(PY) -m pytest benchmarks -q -p no:cacheprovider --benchmark-columns=mean,stddev,rounds \
 		--benchmark-sort=name --benchmark-json=out/bench.json; status=$$?; \
 	$(PY) benchmarks/report_strategies.py out/bench.json docs/results && exit $$status
+
+# opt-in: dsa.solve_many on 16 problems of 1,500 buffers: serial, n_jobs=2 and a local Dask cluster with
+# two workers, identical peaks (about 2 minutes). Writes out/batch.json.
+bench-batch: $(PY)
+	$(PIP) -e ".[dask]"
+	$(PY) benchmarks/batch.py --json out/batch.json
 
 # opt-in: best on the 11 MiniMalloc instances at time_limit=2 from an empty numba cache (compile time per
 # call) and after `dsa warmup`, side by side with a worktree of HEAD (about 2 minutes)

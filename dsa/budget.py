@@ -13,15 +13,80 @@ take its time limit plus that one-off cost.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import numbers
+import os
 import time
 
 import numpy as np
 
 from dsa._kernels import jit_seconds
 
-__all__ = ["Budget", "check_time_limit", "check_node_limit", "check_seed"]
+__all__ = ["Budget", "check_time_limit", "check_node_limit", "check_seed", "max_threads", "thread_cap", "thread_limit",
+           "THREADS_ENV"]
+
+# The one knob on the threads a strategy may start (exact's raced searches, best's greedy pool, the
+# MIP solvers): the environment variable, or thread_limit() in the calling context (dsa.solve_many
+# sets 1 in its workers). The smaller of the two wins.
+THREADS_ENV = "DSA_THREADS"
+_THREAD_LIMIT: contextvars.ContextVar = contextvars.ContextVar("dsa_thread_limit", default=None)
+
+
+def thread_cap() -> int | None:
+    """The cap on threads per strategy call set by ``DSA_THREADS`` or :func:`thread_limit`; None if none.
+
+    The smaller of the two when both are set. A ``DSA_THREADS`` that is not a positive integer is
+    ignored.
+    """
+    cap = None
+    text = os.environ.get(THREADS_ENV, "").strip()
+    if text.isdigit() and int(text) >= 1:
+        cap = int(text)
+    limit = _THREAD_LIMIT.get()
+    if limit is not None:
+        cap = limit if cap is None else min(cap, limit)
+    return cap
+
+
+def max_threads(default: int) -> int:
+    """The threads a strategy may use: ``default``, capped by :func:`thread_cap`.
+
+    Parameters
+    ----------
+    default : int
+        What the strategy would use unconstrained (say, the cores it may run on).
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
+    n = max(1, int(default))
+    cap = thread_cap()
+    return n if cap is None else min(n, cap)
+
+
+@contextlib.contextmanager
+def thread_limit(n: int):
+    """Within the ``with`` block, strategies called from this thread use at most ``n`` threads.
+
+    :func:`dsa.solve_many` runs every problem of a parallel batch under ``thread_limit(1)``, so that
+    its workers do not oversubscribe the cores. A context variable: other threads are not affected.
+
+    Parameters
+    ----------
+    n : int
+        A positive integer.
+    """
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"thread_limit needs a positive integer, got {n!r}")
+    token = _THREAD_LIMIT.set(int(n))
+    try:
+        yield
+    finally:
+        _THREAD_LIMIT.reset(token)
 
 
 def _is_number(value) -> bool:

@@ -89,6 +89,9 @@ def _cmd_solve(args) -> int:
     from dsa.solver import _accepted
     from dsa.strategies import get_strategy
 
+    if len(args.inputs) > 1 or args.out_dir is not None or Path(args.inputs[0]).is_dir():
+        return _solve_batch(args)
+    args.input = args.inputs[0]  # one file: as before the batch mode
     problem = _read(Path(args.input), args.capacity)
     options = {}
     verbose = args.verbose if args.verbose is not None else sys.stderr.isatty()
@@ -109,6 +112,122 @@ def _cmd_solve(args) -> int:
     return EXIT_OK if sol.success else EXIT_INVALID
 
 
+SUMMARY_FIELDS = ("file", "n", "peak", "load", "ratio", "status", "time_s", "message", "plan")
+
+
+def _check_jobs(jobs: int) -> None:
+    if jobs == 0:
+        raise ValueError("--jobs must be a positive number of workers, or -1 for one per core")
+
+
+def _batch_inputs(inputs: list[str]) -> tuple[list[Path], list[Path]]:
+    """The files to plan (a directory gives its ``*.csv`` and ``*.json`` files, sorted) and the directories."""
+    files, dirs = [], []
+    for text in inputs:
+        p = Path(text)
+        if p.is_dir():
+            found = sorted(f for f in p.iterdir() if f.suffix.lower() in (".csv", ".json") and f.is_file())
+            if not found:
+                raise ValueError(f"no .csv or .json files in the directory {p}")
+            files += found
+            dirs.append(p)
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise ValueError(f"no such file or directory: {p}")
+    return files, dirs
+
+
+def _plan_names(paths: list[Path]) -> list[str]:
+    """``<stem>.plan.csv`` (``.json`` for a JSON input) per input; a repeated name gets ``-2``, ``-3``..."""
+    names, used = [], set()
+    for p in paths:
+        suffix = ".json" if p.suffix.lower() == ".json" else ".csv"
+        name, k = f"{p.stem}.plan{suffix}", 1
+        while name.lower() in used:
+            k += 1
+            name = f"{p.stem}-{k}.plan{suffix}"
+        used.add(name.lower())
+        names.append(name)
+    return names
+
+
+def _solve_batch(args) -> int:
+    """``dsa solve`` with several inputs or a directory: one plan per input, summary.csv and summary.json."""
+    import csv
+    import io
+    import json
+    import time
+
+    import dsa
+    from dsa.io import write_file
+
+    if args.output:
+        raise ValueError("-o/--output takes one input; with several, give --out-dir DIR")
+    if args.plot:
+        raise ValueError("--plot takes one input")
+    if args.out_dir is None:
+        raise ValueError("several inputs need --out-dir DIR (one plan per input, summary.csv, summary.json)")
+    _check_jobs(args.jobs)
+    paths, dirs = _batch_inputs(args.inputs)
+    out_dir = Path(args.out_dir)
+    if any(out_dir.resolve() == d.resolve() for d in dirs):
+        raise ValueError(f"--out-dir {out_dir} is an input directory; give another one")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    names = _plan_names(paths)
+    problems, errors = {}, {}
+    for k, path in enumerate(paths):
+        try:
+            problems[k] = _read(path, args.capacity)
+        except (OSError, ValueError) as exc:  # a bad input costs its own row
+            errors[k] = _text_of(exc)
+    progress = args.progress if args.progress is not None else sys.stderr.isatty()
+    t0 = time.perf_counter()
+    keys = list(problems)
+    sols = dict(zip(keys, dsa.solve_many([problems[k] for k in keys], args.strategy, n_jobs=args.jobs,
+                                         progress=progress, time_limit=args.time_limit, seed=args.seed)))
+    wall = time.perf_counter() - t0
+    rows = []
+    for k, path in enumerate(paths):
+        row = dict.fromkeys(SUMMARY_FIELDS, None)
+        row.update(file=str(path), status="error", message=f"cannot read it: {errors.get(k)}", plan="")
+        if k in sols:
+            problem, sol = problems[k], sols[k]
+            load = dsa.load(problem)
+            row.update(n=len(problem), peak=sol.peak, load=load, status=str(sol.status),
+                       ratio=(sol.peak / load if load else 1.0) if sol.peak is not None else None,
+                       time_s=sol.stats.get("time_s"), message=sol.message)
+            if sol.offsets is not None:
+                target = out_dir / names[k]
+                (dsa.write_json if target.suffix == ".json" else dsa.write_csv)(target, problem, sol)
+                row["plan"] = names[k]
+            if not sol.success and sol.message.startswith("problem "):  # "problem <i>: why" of solve_many
+                row["message"] = sol.message.split(": ", 1)[-1]
+        rows.append(row)
+    text = io.StringIO()
+    w = csv.DictWriter(text, fieldnames=SUMMARY_FIELDS, lineterminator="\n")
+    w.writeheader()
+    w.writerows({key: "" if v is None else v for key, v in r.items()} for r in rows)
+    write_file(out_dir / "summary.csv", text.getvalue())
+    write_file(out_dir / "summary.json", json.dumps(rows, indent=1) + "\n")
+
+    header = f"{'file':<30} {'n':>7} {'peak':>12} {'LOAD':>12} {'peak/LOAD':>9} {'status':<13} {'time ms':>9}"
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        ratio = f"{r['ratio']:.4f}" if r["ratio"] is not None else "-"
+        ms = f"{r['time_s'] * 1e3:.2f}" if r["time_s"] is not None else "-"
+        print(f"{Path(r['file']).name[:30]:<30} {r['n'] if r['n'] is not None else '-':>7} "
+              f"{r['peak'] if r['peak'] is not None else '-':>12} {r['load'] if r['load'] is not None else '-':>12} "
+              f"{ratio:>9} {r['status']:<13} {ms:>9}")
+    failed = [r for r in rows if r["status"] not in ("optimal", "feasible", "limit_reached")]
+    for r in failed:
+        print(f"{Path(r['file']).name}: {r['message']}")
+    print(f"planned {len(rows) - len(failed)} of {len(rows)} inputs with {args.strategy} in {wall:.2f} s "
+          f"(--jobs {args.jobs}); plans, summary.csv and summary.json in {out_dir}")
+    return EXIT_OK if not failed else EXIT_INVALID
+
+
 def _cmd_compare(args) -> int:
     import dsa
 
@@ -125,24 +244,34 @@ def _cmd_compare(args) -> int:
     print("-" * len(header))
     ratios: dict[str, list[float]] = {s: [] for s in strategies}
     best_overall = None
-    for path in paths:
-        problem = _read(path, args.capacity)
+    _check_jobs(args.jobs)
+    problems = [_read(path, args.capacity) for path in paths]
+    progress = args.progress if args.progress is not None else sys.stderr.isatty()
+    sols = {}
+    for name in strategies:  # one batch per strategy (dsa.solve_many, --jobs workers)
+        max_n = strategy_info(name).max_n
+        rows = [k for k, problem in enumerate(problems)
+                if args.strategies or max_n is None or len(problem) <= max_n]
+        limit = args.time_limit
+        if limit is None and strategy_info(name).time_limit:
+            limit = COMPARE_TIME_LIMIT  # an exact search would otherwise run until its proof
+        got = dsa.solve_many([problems[k] for k in rows], name, n_jobs=args.jobs, progress=progress,
+                             time_limit=limit, seed=args.seed)
+        sols.update(((k, name), sol) for k, sol in zip(rows, got))
+    for k, path in enumerate(paths):
+        problem = problems[k]
         load = dsa.lower_bound(problem)
         for name in strategies:
-            max_n = strategy_info(name).max_n
-            if not args.strategies and max_n is not None and len(problem) > max_n:
+            sol = sols.get((k, name))
+            if sol is None:
                 continue
-            limit = args.time_limit
-            if limit is None and strategy_info(name).time_limit:
-                limit = COMPARE_TIME_LIMIT  # an exact search would otherwise run until its proof
-            sol = dsa.solve(problem, name, time_limit=limit, seed=args.seed)
             valid = "yes" if sol.status != dsa.Status.ERROR and sol.offsets is not None else "NO"
             if sol.status in (dsa.Status.NO_FIT, dsa.Status.INFEASIBLE):
                 valid += f" ({sol.status})"
             ratio = sol.ratio
             ratios[name].append(ratio)
             print(f"{path.stem[:30]:<30} {len(problem):>7} {load:>12} {name:<18} {sol.peak!s:>12} "
-                  f"{ratio:>9.4f} {sol.stats['time_s'] * 1e3:>9.2f}  {valid}")
+                  f"{ratio:>9.4f} {sol.stats.get('time_s', float('nan')) * 1e3:>9.2f}  {valid}")
             if args.plot and sol.offsets is not None and (best_overall is None or ratio > best_overall[0]) \
                     and name != "bump":
                 best_overall = (ratio, problem, sol, path)
@@ -242,12 +371,22 @@ def _cmd_warmup(args) -> int:
     return EXIT_OK
 
 
+def _batch_options(parser, jobs: str, progress: str) -> None:
+    """``--jobs`` and ``--progress``, as ``solve`` and ``compare`` take them (dsa.solve_many)."""
+    parser.add_argument("--jobs", "-j", type=int, default=1,
+                        help=f"{jobs} at a time in worker processes (-1: one per core)")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help=f"{progress} on stderr (default: when stderr is a terminal)")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m dsa", description="Plan memory offsets for buffers with lifetimes.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    s = sub.add_parser("solve", help="plan one instance")
-    s.add_argument("input", help="CSV (id,lower,upper,size[,alignment][,offset]) or JSON")
+    s = sub.add_parser("solve", help="plan one instance, or a batch of them (several files, directories)")
+    s.add_argument("inputs", nargs="+", metavar="input",
+                   help="CSV (id,lower,upper,size[,alignment][,offset]) or JSON; several files or directories "
+                        "(their *.csv and *.json files) are planned as a batch into --out-dir")
     s.add_argument("--strategy", "-s", default="greedy_by_size")
     s.add_argument("--capacity", type=int)
     s.add_argument("--time-limit", type=float)
@@ -257,6 +396,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="progress of long searches (exact, mip) on stderr (default: when stderr is a terminal)")
     s.add_argument("--plot", help="write a heap map: an interactive page for a .html path, else an image "
                                   "(PNG, SVG or PDF by suffix)")
+    s.add_argument("--out-dir", help="batch: write one plan per input (<name>.plan.csv or .json) and "
+                                     "summary.csv / summary.json here")
+    _batch_options(s, "batch: plan this many inputs", "batch: a progress bar")
     s.set_defaults(func=_cmd_solve)
 
     c = sub.add_parser("compare", help="compare strategies on instances")
@@ -270,6 +412,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--seed", type=int)
     c.add_argument("--plot", help="write the heap map of the case with the worst peak/LOAD to this file "
                                   "(.html: an interactive page; else PNG, SVG or PDF by suffix)")
+    _batch_options(c, "plan this many instances", "a progress bar per strategy")
     c.set_defaults(func=_cmd_compare)
 
     v = sub.add_parser("validate", help="check a plan against an instance")

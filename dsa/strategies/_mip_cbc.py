@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dsa.budget import thread_cap
 from dsa.strategies._mip_model import BackendResult
 
 __all__ = ["solve_model", "WARM_START", "require"]
@@ -53,6 +54,8 @@ def solve_model(model, *, time_limit=None, mip_rel_gap=0.0, verbose=False) -> Ba
     m = mip.Model(sense=mip.MINIMIZE, solver_name="CBC")
     m.verbose = int(bool(verbose))
     m.max_mip_gap = float(mip_rel_gap)
+    if thread_cap() is not None:  # DSA_THREADS, or one thread per worker of dsa.solve_many
+        m.threads = int(thread_cap())
     m.max_mip_gap_abs = 0.5  # the objective is integral: a gap below one unit proves optimality
     xs = [m.add_var(lb=float(lo), ub=float(hi), var_type=mip.INTEGER if integer else mip.CONTINUOUS)
           for lo, hi, integer in zip(model.lb, model.ub, model.integrality)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dsa.budget import thread_cap
 from dsa.strategies._mip_model import BackendResult
 
 __all__ = ["solve_model", "WARM_START", "require"]
@@ -72,6 +73,8 @@ def solve_model(model, *, time_limit=None, mip_rel_gap=0.0, verbose=False) -> Ba
         env.start()
         m = gp.Model(env=env)
         m.Params.MIPGap = float(mip_rel_gap)
+        if thread_cap() is not None:  # DSA_THREADS, or one thread per worker of dsa.solve_many
+            m.Params.Threads = int(thread_cap())
         if time_limit is not None:
             m.Params.TimeLimit = float(time_limit)
         vtype = [gp.GRB.INTEGER if i else gp.GRB.CONTINUOUS for i in model.integrality]

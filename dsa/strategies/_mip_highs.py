@@ -12,6 +12,9 @@ buffers and ``p`` time-overlapping pairs); the search is branch and bound, expon
 """
 from __future__ import annotations
 
+import warnings
+
+from dsa.budget import thread_cap
 from dsa.strategies._mip_model import BackendResult
 
 __all__ = ["solve_model", "WARM_START", "require"]
@@ -48,9 +51,14 @@ def solve_model(model, *, time_limit=None, mip_rel_gap=0.0, verbose=False) -> Ba
     options = {"disp": bool(verbose), "mip_rel_gap": float(mip_rel_gap)}
     if time_limit is not None:
         options["time_limit"] = float(time_limit)
-    res = optimize.milp(model.c, integrality=model.integrality,
-                        bounds=optimize.Bounds(model.lb, model.ub),
-                        constraints=optimize.LinearConstraint(a, ub=model.b_upper), options=options)
+    cap = thread_cap()
+    with warnings.catch_warnings():
+        if cap is not None:  # milp passes options it does not know on to HiGHS (and warns that it does)
+            options["threads"] = int(cap)
+            warnings.filterwarnings("ignore", message="Unrecognized options", category=RuntimeWarning)
+        res = optimize.milp(model.c, integrality=model.integrality,
+                            bounds=optimize.Bounds(model.lb, model.ub),
+                            constraints=optimize.LinearConstraint(a, ub=model.b_upper), options=options)
     outcome = STATUS.get(res.status, "other")
     return BackendResult(outcome=outcome, x=res.x, dual_bound=getattr(res, "mip_dual_bound", None),
                          nodes=getattr(res, "mip_node_count", None),

@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from dsa.bounds import lower_bound
+from dsa.budget import max_threads
 
 __all__ = ["improve", "feasible", "warm"]
 
@@ -57,13 +58,14 @@ THREADS: int | None = None
 
 
 def _threads() -> int:
+    """THREADS (or the cores, at most one per preorder), capped by :func:`dsa.budget.max_threads`."""
     if THREADS is not None:
-        return max(1, int(THREADS))
+        return max_threads(max(1, int(THREADS)))
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    return max(1, min(len(HEURISTICS), cores))
+    return max_threads(max(1, min(len(HEURISTICS), cores)))
 
 
 class _Period:

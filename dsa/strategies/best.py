@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from dsa.bounds import lower_bound
-from dsa.budget import Budget, check_seed
+from dsa.budget import Budget, check_seed, max_threads
 from dsa.solution import Solution, Status, make_solution, plan_peak
 from dsa.strategies._orders import ORDERINGS, order_rows
 from dsa.strategies.greedy import FITS, greedy_offsets
@@ -193,7 +193,7 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
     def place(job):
         return greedy_offsets(problem, job[1], job[2], sweep=sweep, engine=engine)
 
-    workers = min(os.cpu_count() or 1, MAX_THREADS) if len(problem) >= PARALLEL_MIN_N else 1
+    workers = max_threads(min(os.cpu_count() or 1, MAX_THREADS)) if len(problem) >= PARALLEL_MIN_N else 1
     pool = ThreadPoolExecutor(workers) if workers > 1 else None
     try:
         member, done = next(stream, None), False
