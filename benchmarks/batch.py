@@ -7,7 +7,7 @@ Every run must give identical peaks. Each configuration runs ``--repeats`` times
 batch (numba kernels loaded, worker processes started); the table reports the best and the median
 wall time. The target of the issue: n_jobs=2 at most 0.7 x the serial wall time on 2 cores.
 
-    python benchmarks/batch.py [--json out/batch.json] [--repeats 3] [--no-dask]
+    python benchmarks/batch.py [--json out/batch.json] [--repeats 3] [--no-dask] [--ray]
 
 Not part of ``make test`` (it takes about a minute); ``make bench-batch`` runs it.
 """
@@ -50,6 +50,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--no-dask", action="store_true", help="skip the LocalCluster run")
+    ap.add_argument("--ray", action="store_true", help="also run on a local Ray instance (Ray installed)")
     args = ap.parse_args(argv)
 
     import dsa
@@ -72,6 +73,21 @@ def main(argv=None) -> int:
             peaks, walls = timed(lambda: dsa.solve_many(problems, STRATEGY, **OPTIONS), args.repeats)
         assert peaks == serial_peaks, "the Dask cluster changed a peak"
         rows["dask LocalCluster (2 workers)"] = walls
+    if args.ray:
+        import joblib
+        import ray
+        from ray.util.joblib import register_ray
+
+        register_ray()
+        ray.init(num_cpus=2, include_dashboard=False)
+        try:
+            with joblib.parallel_config(backend="ray"):
+                peaks, walls = timed(lambda: dsa.solve_many(problems, STRATEGY, n_jobs=2, **OPTIONS),
+                                     args.repeats)
+        finally:
+            ray.shutdown()
+        assert peaks == serial_peaks, "Ray changed a peak"
+        rows["ray local (2 CPUs)"] = walls
     load_after = os.getloadavg()
 
     base = min(rows["serial"])

@@ -343,16 +343,25 @@ def _run_parallel(todo: dict, strategy, name: str, options: dict, n_jobs, timeou
         results[i] = _accept(i, todo[i], out, error, name, validate)
         bar.done(not results[i].success)
 
+    # answers as they complete where the backend can (loky, dask); else all at the end (Ray's backend
+    # supports neither generator mode): then a failure loses the pass, and the retries below redo it
+    modes = ["generator_unordered", "list"]
+
     def run(indices, **kw) -> BaseException | None:
         """Plan ``indices``; keep every answer that comes back; the exception that stopped the pass."""
-        tasks = (joblib.delayed(_work)(i, payloads[i], strategy, options) for i in indices)
-        try:
-            for answer in joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered", timeout=timeout,
-                                          **kw)(tasks):
-                take(answer)
-        except Exception as exc:  # a worker died, a task timed out, the cluster went away
-            return exc
-        return None
+        while True:
+            tasks = (joblib.delayed(_work)(i, payloads[i], strategy, options) for i in indices)
+            try:
+                for answer in joblib.Parallel(n_jobs=n_jobs, return_as=modes[0], timeout=timeout, **kw)(tasks):
+                    take(answer)
+            except ValueError as exc:
+                if "return_as" in str(exc) and len(modes) > 1:  # joblib: this backend cannot
+                    modes.pop(0)
+                    continue
+                return exc
+            except Exception as exc:  # a worker died, a task timed out, the cluster went away
+                return exc
+            return None
 
     error = run(list(todo))
     if error is None:
