@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test bench bench-batch bench-cold-start bench-exact bench-mip bench-peers bench-memory bench-profile bench-latency docs docs-figures clean
+.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-mip bench-peers bench-memory bench-profile bench-latency docs docs-figures clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,13 @@ bench: $(PY)
 bench-batch: $(PY)
 	$(PIP) -e ".[dask]"
 	$(PY) benchmarks/batch.py --json out/batch.json
+
+# opt-in: ExecuTorch arenas planned by dsa (best, exact) against ExecuTorch's greedy and naive and LOAD on
+# 8+ exported models, each dsa plan run in ExecuTorch's runtime (about 3 minutes). Writes
+# docs/results/executorch.{json,md,png}.
+bench-executorch: $(PY)
+	$(PIP) -e ".[executorch,plot]"
+	$(PY) benchmarks/executorch_arenas.py --out docs/results/executorch
 
 # opt-in: best on the 11 MiniMalloc instances at time_limit=2 from an empty numba cache (compile time per
 # call) and after `dsa warmup`, side by side with a worktree of HEAD (about 2 minutes)

@@ -26,6 +26,8 @@ API = (DOCS / "api.md").read_text(encoding="utf-8")
 IDENTIFIERS = re.findall(r"^:::\s+(\S+)", API, re.M)
 # the adapter's sources live in adapters/torch/ and are documented from there; installed as dsa.adapters.torch
 ADAPTER_SOURCE, ADAPTER_PACKAGE = "adapters.torch", "dsa.adapters.torch"
+# likewise adapters/executorch/, installed as dsa.adapters.executorch
+ET_SOURCE, ET_PACKAGE = "adapters.executorch", "dsa.adapters.executorch"
 MAX_PNG_BYTES = 150_000
 
 
@@ -33,6 +35,8 @@ def resolve(identifier: str):
     """The object a mkdocstrings identifier names (the adapter's through its installed package)."""
     if identifier == ADAPTER_SOURCE or identifier.startswith(ADAPTER_SOURCE + "."):
         identifier = ADAPTER_PACKAGE + identifier[len(ADAPTER_SOURCE):]
+    if identifier == ET_SOURCE or identifier.startswith(ET_SOURCE + "."):
+        identifier = ET_PACKAGE + identifier[len(ET_SOURCE):]
     parts = identifier.split(".")
     for cut in range(len(parts), 0, -1):
         try:
@@ -53,6 +57,8 @@ def documented(name: str, package) -> bool:
             continue
         if identifier.startswith(ADAPTER_SOURCE) and package.__name__ != ADAPTER_PACKAGE:
             continue
+        if identifier.startswith(ET_SOURCE) and package.__name__ != ET_PACKAGE:
+            continue
         if resolve(identifier) is target:
             return True
     return False
@@ -71,6 +77,12 @@ def test_every_public_name_of_the_torch_adapter_is_in_the_api_reference():
     adapter = importlib.import_module(ADAPTER_PACKAGE)
     missing = [name for name in adapter.__all__ if not documented(name, adapter)]
     assert not missing, f"docs/api.md lacks entries for dsa.adapters.torch.{missing}"
+
+
+def test_every_public_name_of_the_executorch_adapter_is_in_the_api_reference():
+    adapter = importlib.import_module(ET_PACKAGE)  # its names resolve lazily; executorch is not needed
+    missing = [name for name in adapter.__all__ if not documented(name, adapter)]
+    assert not missing, f"docs/api.md lacks entries for dsa.adapters.executorch.{missing}"
 
 
 @pytest.mark.parametrize("identifier", IDENTIFIERS)
