@@ -82,6 +82,8 @@ bench-profile: $(PY)
 	$(PIP) -e ".[torch]"
 	$(PY) benchmarks/latency_profile.py
 
+# the interactive heap map of docs/concepts.md (assets/resnet_heap_map.html) is rendered during the
+# build by the hook docs/scripts/heap_map_page.py (a ResNet forward traced with torch); not committed
 docs: $(PY)
 	$(PIP) -e ".[docs]"
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict -d out/site

@@ -90,6 +90,55 @@ def test_page_is_self_contained():
     assert not re.search(r"<(link|iframe|img|object|embed)\b|\bsrc\s*=|\bhref\s*=|@import|url\(", page, re.I)
 
 
+TEMPLATES = ("heap_map.html", "heap_map.css", "heap_map.js")
+
+
+def test_the_template_is_package_data_inlined_into_the_page():
+    from importlib import resources
+
+    folder = resources.files("dsa") / "templates"
+    html_, css, js = ((folder / name).read_text(encoding="utf-8") for name in TEMPLATES)
+    page = heap_map(_problem(), [0, 4096, 0, 8192, 16384], format="html", title="__DSA_JS__ <t>")
+    # the style sheet and the script of the installed package, whole and inside their elements
+    assert f"<style>\n{css}</style>\n" in page and f"<script>\n{js}</script>\n" in page
+    assert _parse(page).scripts[1] == "\n" + js
+    # every line of the HTML file but the four markers, in order; no marker is left
+    skeleton = [line for line in html_.splitlines() if "__DSA_" not in line]
+    assert [line for line in page.splitlines() if line in set(skeleton)][:len(skeleton)] == skeleton
+    assert "<title>__DSA_JS__ &lt;t&gt;</title>" in page and _data(page)["title"] == "__DSA_JS__ <t>"
+    assert re.findall(r"__DSA_\w*", page) == ["__DSA_JS__"] * 2  # the title's, in <title> and the JSON
+
+
+def test_the_templates_are_listed_as_package_data():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    from fnmatch import fnmatch
+
+    root = Path(__file__).resolve().parents[1]
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = config["tool"]["setuptools"]["package-data"]["dsa"]
+    shipped = sorted(p.name for p in (root / "dsa" / "templates").iterdir()
+                     if any(fnmatch(f"templates/{p.name}", pat) for pat in patterns))
+    assert shipped == sorted(TEMPLATES)
+
+
+def test_a_broken_template_fails_loudly(monkeypatch, tmp_path):
+    from dsa import _heap_html
+
+    for name in TEMPLATES:
+        (tmp_path / "templates").mkdir(exist_ok=True)
+        text = (_heap_html.resources.files("dsa") / "templates" / name).read_text(encoding="utf-8")
+        if name.endswith(".js"):
+            text += "var s = '</script>';\n"  # would close the element early
+        (tmp_path / "templates" / name).write_text(text, encoding="utf-8")
+    monkeypatch.setattr(_heap_html.resources, "files", lambda package: tmp_path)
+    _heap_html.template.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match="heap_map.js cannot be inlined"):
+            _heap_html.template()
+    finally:
+        _heap_html.template.cache_clear()
+
+
 def test_json_round_trips_the_plan():
     problem = _problem()
     sol = dsa.solve(problem, "greedy_by_size")

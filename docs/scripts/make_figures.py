@@ -24,12 +24,12 @@ What it draws, all with fixed seeds:
   ``docs/snippets/strategies_E.md``, their peaks as a Markdown table (the strategies page includes it).
 * ``home.png``: ``best``'s plan of the bundled EfficientNet-B0 forward trace.
 * ``concepts.png``: a 16-buffer random instance planned by ``greedy_by_size`` and by ``exact``.
-* ``../assets/resnet_heap_map.html``: the interactive heap map (``heap_map(..., format="html")``) of a
-  trace recorded by the PyTorch adapter from the example ResNet at batch 2, with every block's op
-  stack in its tooltip (skipped, keeping the old page, when torch or a C++ compiler is missing).
 
 Titles give the peak as a multiple of LOAD and the status (not the time, so that the PNGs only
 change when a plan does). Files are kept under 150 KB (the script fails above).
+
+The interactive heap map of ``concepts.md`` (``assets/resnet_heap_map.html``) is not drawn here: the
+MkDocs hook ``heap_map_page.py`` renders it on every build.
 """
 from __future__ import annotations
 
@@ -170,46 +170,17 @@ def concepts_figure(out: Path) -> None:
     _save(fig, out / "concepts.png")
 
 
-def interactive_figure(out: Path) -> None:
-    try:
-        import torch
-
-        from dsa.adapters.torch import BuildError, profile
-        from dsa.adapters.torch.examples import MODELS
-    except ImportError as exc:
-        print(f"interactive heap map skipped: {exc}")
-        return
-    torch.manual_seed(SEED)
-    torch.set_num_threads(1)
-    model, make_input = MODELS["resnet"]()
-    try:
-        with torch.inference_mode():
-            trace = profile(model, *make_input(2))
-    except BuildError as exc:
-        print(f"interactive heap map skipped: {exc}")
-        return
-    problem = trace.to_problem()
-    sol = dsa.solve(problem, "best", seed=SEED)
-    path = out.parent / "assets" / "resnet_heap_map.html"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    heap_map(problem, sol, path=path, op_stacks=trace,
-             title=f"ResNet-like forward, batch 2: {len(problem)} planned CPU allocations (best)")
-    print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: interactive page")
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "img")
-    parser.add_argument("--only", help="one strategy name, or 'home', 'concepts' or 'interactive'")
+    parser.add_argument("--only", help="one strategy name, or 'home' or 'concepts'")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.only in (None, "home"):
         home_figure(args.out)
     if args.only in (None, "concepts"):
         concepts_figure(args.out)
-    if args.only in (None, "interactive"):
-        interactive_figure(args.out)
-    if args.only not in ("home", "concepts", "interactive"):
+    if args.only not in ("home", "concepts"):
         strategy_figures(args.out, args.only)
     return 0
 

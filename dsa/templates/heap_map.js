@@ -1,69 +1,3 @@
-<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="dsa.plot.heap_map">
-<title>ResNet-like forward, batch 2: 64 planned CPU allocations (best)</title>
-<style>
-:root { --fg: #1f2328; --muted: #5b6570; --bg: #ffffff; --panel: #f4f6f8; --border: #d0d7de; }
-* { box-sizing: border-box; }
-html, body { margin: 0; height: 100%; }
-body { display: flex; flex-direction: column; color: var(--fg); background: var(--bg);
-       font: 13px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
-header { padding: 8px 14px 2px; }
-h1 { font-size: 16px; font-weight: 600; margin: 0 0 3px; overflow-wrap: anywhere; }
-#stats { display: flex; flex-wrap: wrap; gap: 2px 18px; color: var(--muted); }
-#stats b { color: var(--fg); font-weight: 600; }
-#toolbar { display: flex; flex-wrap: wrap; align-items: center; gap: 6px 16px; padding: 5px 14px 6px;
-           border-bottom: 1px solid var(--border); }
-button { font: inherit; padding: 1px 9px; color: var(--fg); background: var(--panel);
-         border: 1px solid var(--border); border-radius: 4px; cursor: pointer; }
-button:hover { border-color: #8c959f; }
-button[aria-pressed="true"] { background: #dbeafe; border-color: #6aa0e8; }
-.group { display: inline-flex; align-items: center; gap: 3px; }
-.legend { display: inline-flex; align-items: center; gap: 5px; color: var(--muted); }
-.swatch { display: inline-block; width: 20px; height: 0; border-top-width: 2px; vertical-align: middle; }
-#help { color: var(--muted); font-size: 12px; }
-#error { display: none; color: #b42318; padding: 6px 14px; font-weight: 600; }
-#plot { position: relative; flex: 1 1 auto; min-height: 260px; overflow: hidden; }
-#plot canvas { position: absolute; left: 0; top: 0; }
-#overlay { cursor: crosshair; outline: none; }
-#overlay.dragging { cursor: grabbing; }
-#tooltip { position: absolute; display: none; pointer-events: none; z-index: 2; max-width: 560px;
-           padding: 6px 10px; background: rgba(255, 255, 255, 0.97); border: 1px solid var(--border);
-           border-radius: 6px; box-shadow: 0 4px 14px rgba(0, 0, 0, 0.16); font-size: 12px; }
-#tooltip .k { display: inline-block; min-width: 62px; color: var(--muted); }
-#tooltip .id { font-weight: 600; overflow-wrap: anywhere; }
-#tooltip .ops { margin-top: 4px; padding-top: 3px; border-top: 1px solid var(--border); }
-#tooltip .op { font: 11px/1.35 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
-               white-space: pre; overflow: hidden; text-overflow: ellipsis; }
-</style>
-</head>
-<body data-status="loading">
-<header>
-  <h1 id="title"></h1>
-  <div id="stats"></div>
-</header>
-<div id="toolbar">
-  <button id="reset" type="button" title="Show the whole plan (key 0, or double-click)">Reset view</button>
-  <span class="group" title="Which axes the mouse wheel and the + and - keys zoom">Zoom:
-    <button type="button" data-axis="both" aria-pressed="true">both</button>
-    <button type="button" data-axis="x" aria-pressed="false">time</button>
-    <button type="button" data-axis="y" aria-pressed="false">address</button>
-  </span>
-  <span id="legend" class="group"></span>
-  <span id="help">Wheel: zoom at the cursor (Shift: time only, Alt: address only) &middot; drag: pan
-    &middot; Shift+drag: zoom to a box &middot; double-click or 0: reset &middot; keys: + &minus; and arrows</span>
-</div>
-<div id="error" role="alert"></div>
-<div id="plot">
-  <canvas id="base"></canvas>
-  <canvas id="overlay" tabindex="0" aria-label="heap map: time on x, address on y"></canvas>
-  <div id="tooltip" role="tooltip"></div>
-</div>
-<script type="application/json" id="dsa-heap-data">{"version":1,"title":"ResNet-like forward, batch 2: 64 planned CPU allocations (best)","ids":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63],"start":[0,1,3,5,6,7,11,12,15,16,17,20,22,23,24,28,29,30,33,35,36,37,42,44,45,46,47,51,53,54,55,59,60,61,64,66,67,68,72,73,74,77,79,80,81,86,90,91,92,95,97,98,99,103,104,105,108,110,111,112,117,121,122,123],"end":[2,4,10,14,9,8,120,13,19,18,21,27,41,26,25,32,31,34,40,43,39,38,89,50,49,48,52,58,87,57,56,63,62,65,71,85,70,69,76,75,78,84,88,83,82,119,94,93,96,102,116,101,100,107,106,109,115,118,114,113,126,128,125,124],"size":[1728,131072,131072,131072,64,64,32768,65536,32768,9216,32768,32768,32768,64,64,32768,9216,32768,32768,32768,64,64,32768,4224,32768,2048,16384,16384,16384,128,128,32768,18432,16384,16384,16384,128,128,16384,36864,16384,16384,16384,128,128,16384,16384,36864,16384,16384,16384,128,128,16384,36864,16384,16384,16384,128,128,16384,256,8,4],"offset":[131072,0,131072,0,262144,262208,196608,131072,0,32768,65536,32768,0,65536,65600,32768,98304,65536,32768,69632,65536,65600,36864,86016,0,32768,69632,0,88064,16384,16512,0,69632,104448,0,69632,16384,16512,104448,0,120832,16384,0,32768,32896,69632,36864,0,53248,0,36864,16384,16512,53248,0,86016,0,16384,32768,32896,0,16384,16640,16704],"stacks":[["aten::conv2d","aten::convolution","aten::_convolution","aten::mkldnn_convolution"],["aten::conv2d","aten::convolution","aten::_convolution","aten::mkldnn_convolution","aten::empty"],["aten::batch_norm","aten::_batch_norm_impl_index","aten::native_batch_norm","aten::empty_like","aten::empty"],["aten::batch_norm","aten::_batch_norm_impl_index","aten::native_batch_norm","aten::empty"],["aten::max_pool2d","aten::max_pool2d_with_indices"],["aten::add"],["aten::adaptive_avg_pool2d","aten::mean"],["aten::adaptive_avg_pool2d","aten::mean","aten::div_"],["aten::adaptive_avg_pool2d","aten::mean","aten::div_","aten::div_","aten::to","aten::_to_copy","aten::empty_strided"]],"stack":[0,0,1,2,3,3,4,4,0,0,0,1,2,3,3,0,0,0,1,2,3,3,5,0,0,0,0,1,2,3,3,0,0,0,1,2,3,3,0,0,0,1,2,3,3,5,0,0,0,1,2,3,3,0,0,0,1,2,3,3,5,6,7,8],"live_t":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64,65,66,67,68,69,70,71,72,73,74,75,76,77,78,79,80,81,82,83,84,85,86,87,88,89,90,91,92,93,94,95,96,97,98,99,100,101,102,103,104,105,106,107,108,109,110,111,112,113,114,115,116,117,118,119,120,121,122,123,124,125,126,128],"live_b":[1728,132800,131072,262144,131072,262144,262208,262272,262208,262144,131072,163840,229376,163840,32768,65536,74752,107520,98304,65536,98304,65536,98304,98368,98432,98368,98304,65536,98304,107520,140288,131072,98304,131072,98304,131072,131136,131200,131136,131072,98304,65536,98304,65536,69760,102528,104576,120960,118912,86144,81920,98304,81920,98304,98432,98560,98432,98304,81920,114688,133120,149504,131072,98304,114688,98304,114688,114816,114944,114816,114688,98304,114688,151552,167936,131072,114688,131072,114688,131072,131200,131328,131200,131072,114688,98304,114688,98304,81920,49152,65536,102400,118784,81920,65536,81920,65536,81920,82048,82176,82048,81920,65536,81920,118784,135168,98304,81920,98304,81920,98304,98432,98560,98432,98304,81920,65536,81920,65536,49152,16384,16640,16648,16652,16648,16640,256,0],"peak":262272,"load":262272,"lower_bound":262272,"capacity":null,"strategy":"best","status":"optimal","message":"optimal: the peak equals the lower bound","time_s":0.6338411270007782}</script>
-<script>
 (function () {
   "use strict";
   var body = document.body, failed = false;
@@ -628,6 +562,3 @@ button[aria-pressed="true"] { background: #dbeafe; border-color: #6aa0e8; }
     fail(err && err.message ? err.message : String(err));
   }
 })();
-</script>
-</body>
-</html>
