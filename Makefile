@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-mip bench-peers bench-memory bench-profile bench-latency docs docs-figures clean
+.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-mip bench-peers bench-memory bench-profile bench-latency docs docs-figures docs-tables clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -86,6 +86,7 @@ bench-profile: $(PY)
 # build by the hook docs/scripts/heap_map_page.py (a ResNet forward traced with torch); not committed
 docs: $(PY)
 	$(PIP) -e ".[docs]"
+	$(PY) docs/scripts/strategy_tables.py --write
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict -d out/site
 
 clean:
@@ -96,6 +97,12 @@ clean:
 docs-figures: $(PY)
 	$(PIP) -e ".[plot,mip]"
 	$(PY) docs/scripts/make_figures.py
+
+# the strategy tables of README.md, docs/strategies/index.md, docs/api.md and docs/cli.md, generated from the registry
+# in dsa/strategies/__init__.py (make docs runs it too; tests/test_strategy_tables.py fails when stale)
+docs-tables: $(PY)
+	$(PIP) -e .
+	$(PY) docs/scripts/strategy_tables.py --write
 
 # opt-in: the latency study of the torch adapter (issue 10): eager vs attach on glibc, jemalloc (defaults
 # and the thesis's MALLOC_CONF) and tcmalloc; about 31 minutes on 2 idle cores (LATENCY_PRESET=quick: about

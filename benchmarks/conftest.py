@@ -75,8 +75,8 @@ def pytest_benchmark_update_json(config, benchmarks, output_json):
 def warm_numba():
     """Compile (or load from numba's cache) every kernel once, so no timing includes compilation.
 
-    The warm-up instances are large enough for the kernels rather than the numpy stand-ins of a
-    process's first small calls, and hard enough for best's two searches to run.
+    The warm-up instances are large enough for the kernels rather than the numpy stand-ins of
+    small problems, and hard enough for best's two searches to run.
     """
     hard = dsa.data.load("A.1048576").replace(capacity=None)    # the canonical search runs
     wide = dsa.generate.random_trace(3000, seed=0)               # beyond it: the local search runs

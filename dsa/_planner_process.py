@@ -3,7 +3,7 @@
 The planner's kernels are compiled with numba; loading numba, llvmlite and the kernels costs a
 process about 120 MB of resident memory for as long as it lives, far more than the slab of a small
 model. The torch adapter therefore plans in a helper: a second Python process that imports numba,
-solves, and sends the plan back, while the served process only validates it (:mod:`dsa.overlap`
+solves, and sends the plan back, while the served process only validates it (:mod:`dsa.address_overlap`
 checks plans without numba) and replays it.
 
 Protocol: a request or a reply is an 8-byte little-endian length and a pickle. A request is ``{"id",

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dsa.sweep import Sweep, step_function
+
 __all__ = ["lower_bound", "load", "live_bytes", "aligned_load"]
 
 # aligned_load checks the exact bound at this many of the busiest instants (then a looser one)
@@ -14,31 +16,19 @@ def live_bytes(problem) -> tuple[np.ndarray, np.ndarray]:
     ``[times[k], times[k+1])``.
 
     At equal times frees are applied before allocations (lifetimes are half-open). Complexity
-    O(n log n).
+    O(n log n). It is :func:`dsa.sweep.step_function` of the problem, as :attr:`dsa.sweep.Sweep.times`
+    and :attr:`dsa.sweep.Sweep.live` are.
     """
-    return _live(problem.starts, problem.ends, problem.sizes)
-
-
-def _live(starts, ends, sizes) -> tuple[np.ndarray, np.ndarray]:
-    if len(starts) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    times = np.concatenate([starts, ends])
-    deltas = np.concatenate([sizes, -sizes])
-    order = np.argsort(times, kind="stable")
-    times, deltas = times[order], deltas[order]
-    live = np.cumsum(deltas)
-    # keep the last value of each time: all events at one time are applied together
-    last = np.r_[times[1:] != times[:-1], True]
-    return times[last], live[last]
+    return step_function(problem.starts, problem.ends, problem.sizes)
 
 
 def load(problem) -> int:
     """LOAD: the most bytes alive at one instant, max over t of the sizes of buffers with start <= t < end.
 
-    Every plan needs at least this much. Complexity O(n log n).
+    Every plan needs at least this much. Complexity O(n log n). The same as
+    :attr:`dsa.sweep.Sweep.load`, which computes it.
     """
-    _, live = live_bytes(problem)
-    return int(live.max()) if len(live) else 0
+    return Sweep(problem).load
 
 
 def aligned_load(problem) -> int:
@@ -76,7 +66,7 @@ def _aligned_load(problem, plain: int) -> int:
     starts, ends, sizes = problem.starts[nonzero], problem.ends[nonzero], problem.sizes[nonzero]
     rounded = -(-sizes // g) * g
     pad = rounded - sizes
-    times, live = _live(starts, ends, rounded)
+    times, live = step_function(starts, ends, rounded)
     best = plain
     order = np.argsort(-live, kind="stable")
     for k, index in enumerate(order):

@@ -55,9 +55,9 @@ def _plot(problem, sol, path: str, source: Path, title: str) -> Path:
     For an HTML page of a CSV with a ``stack`` column (an adapter trace written by ``Trace.to_csv``),
     the op stacks go into the tooltips. Returns the path written (``heap`` is written as ``heap.png``).
     """
-    from dsa.plot import _output_format, heap_map, output_path
+    from dsa.plot import heap_map, output_format, output_path
 
-    stacks = _csv_op_stacks(source, len(problem)) if _output_format(None, path) == "html" else None
+    stacks = _csv_op_stacks(source, len(problem)) if output_format(path) == "html" else None
     heap_map(problem, sol, path=path, title=title, op_stacks=stacks)
     return output_path(path)
 
@@ -86,8 +86,7 @@ def _csv_op_stacks(path: Path, n: int) -> list | None:
 def _cmd_solve(args) -> int:
     import dsa
 
-    from dsa.solver import _accepted
-    from dsa.strategies import get_strategy
+    from dsa.strategies import strategy_options
 
     if len(args.inputs) > 1 or args.out_dir is not None or Path(args.inputs[0]).is_dir():
         return _solve_batch(args)
@@ -95,7 +94,7 @@ def _cmd_solve(args) -> int:
     problem = _read(Path(args.input), args.capacity)
     options = {}
     verbose = args.verbose if args.verbose is not None else sys.stderr.isatty()
-    if verbose and "verbose" in _accepted(get_strategy(args.strategy))[0]:
+    if verbose and "verbose" in strategy_options(args.strategy)[0]:
         options["verbose"] = True  # long searches log their progress on stderr
     sol = dsa.solve(problem, args.strategy, time_limit=args.time_limit, seed=args.seed, **options)
     print(f"{Path(args.input).name}: n={len(problem)} strategy={sol.strategy} status={sol.status} "
@@ -350,7 +349,7 @@ def _cmd_strategies(args) -> int:
         return EXIT_OK
     for name in names:
         info = strategy_info(name)
-        notes = [info.kind]
+        notes = [info.paper, info.kind] if info.paper else [info.kind]
         if info.time_limit:
             notes.append("takes a time limit")
         if info.max_n is not None:

@@ -10,11 +10,13 @@ offsets at most ``i``'s, so (the plan being valid) their old tops, and hence the
 most ``i``'s old offset; the old offset is aligned and free of every neighbour, so the lowest fit is
 at or below it. Hence the new peak is at most the old one.
 
-Complexity: O(n log n + E + sum_i k_i log k_i), as one greedy pass (:mod:`dsa.strategies.greedy`).
+Complexity: O(n log n + E + sum_i k_i log k_i), as one greedy pass (:mod:`dsa.placement`).
 """
 from __future__ import annotations
 
 import numpy as np
+
+from dsa.placement import greedy_offsets
 
 __all__ = ["compact"]
 
@@ -43,8 +45,6 @@ def compact(problem, offsets, *, sweep=None) -> np.ndarray:
     >>> dsa.compact(p, [10, 0, 20]).tolist()
     [3, 0, 3]
     """
-    from dsa.strategies.greedy import greedy_offsets
-
     offsets = np.asarray(offsets, dtype=np.int64)
     if offsets.shape != (len(problem),):
         raise ValueError(f"expected {len(problem)} offsets, one per row, got shape {offsets.shape}")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dsa.problem import FREE, Problem, _as_int_column
+from dsa.problem import FREE, Problem, as_int_column
 
 __all__ = ["read_csv", "write_csv", "read_plan", "read_json", "write_json", "read", "write_file"]
 
@@ -167,7 +167,7 @@ def read_plan(path) -> tuple[Problem, np.ndarray]:
         raise ValueError(f"{path}: row {i} has no offset")
     try:
         # the rules of problem files: integers only (no fractions, booleans or strings), |v| <= 2**62
-        arr = _as_int_column(np.array(list(offsets), dtype=object), "offset", len(problem), problem.ids)
+        arr = as_int_column(np.array(list(offsets), dtype=object), "offset", len(problem), problem.ids)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
     return problem, arr

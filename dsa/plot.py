@@ -11,14 +11,34 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["heap_map", "output_path"]
+__all__ = ["heap_map", "output_path", "output_format"]
 
 _HTML_SUFFIXES = (".html", ".htm")
 _FORMATS = ("html", "png", "svg", "pdf")
 
 
-def _output_format(format, path) -> str | None:
-    """``"html"``, a matplotlib format, or None (matplotlib, format from the path's suffix)."""
+def output_format(path, format: str | None = None) -> str | None:
+    """The kind of file :func:`heap_map` writes for ``path`` and ``format``.
+
+    Parameters
+    ----------
+    path : str or path-like, optional
+        The ``path`` given to :func:`heap_map`.
+    format : str, optional
+        The ``format`` given to :func:`heap_map`.
+
+    Returns
+    -------
+    str or None
+        ``"html"`` (an explicit ``format="html"``, or a path ending in ``.html`` or ``.htm``), a
+        matplotlib format (``"png"``, ``"svg"``, ``"pdf"``), or None: a matplotlib figure in the
+        format its path's suffix names.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``format``.
+    """
     if format is None:
         if path is not None and Path(path).suffix.lower() in _HTML_SUFFIXES:
             return "html"
@@ -50,7 +70,7 @@ def output_path(path, format: str | None = None) -> Path:
     pathlib.Path
     """
     path = Path(os.fspath(path))
-    if _output_format(format, path) is None and not os.path.splitext(str(path))[1][1:] \
+    if output_format(path, format) is None and not os.path.splitext(str(path))[1][1:] \
             and (not os.path.lexists(path) or os.path.isdir(path)):
         return path.with_name(path.name.rstrip(".") + "." + _default_format())
     return path
@@ -149,7 +169,7 @@ def heap_map(problem, solution, path=None, *, ax=None, title: str | None = None,
     >>> page.startswith("<!DOCTYPE html>"), "aten::addmm" in page
     (True, True)
     """
-    fmt = _output_format(format, path)
+    fmt = output_format(path, format)
     offsets = getattr(solution, "offsets", solution)
     if offsets is None:
         raise ValueError("the solution holds no plan (offsets is None)")

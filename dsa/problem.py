@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Problem"]
+__all__ = ["Problem", "as_int_column"]
 
 # Offsets and sizes are added together in int64; keeping every value and the total size below 2**62
 # leaves room for alignment padding without overflow.
@@ -31,8 +31,34 @@ def _row(i: int, ids: Sequence | None) -> str:
     return f"row {i} (id {ids[i]!r})"
 
 
-def _as_int_column(values: Any, name: str, n: int | None, ids, *, allow_free: bool = False) -> np.ndarray:
-    """Convert one column to int64, rejecting NaN, infinities, fractions, bools and non-numbers."""
+def as_int_column(values: Any, name: str, n: int | None, ids, *, allow_free: bool = False) -> np.ndarray:
+    """Convert one column to int64, rejecting NaN, infinities, fractions, bools and non-numbers.
+
+    The rule every integer column of a problem follows (starts, ends, sizes, alignments, fixed
+    offsets, the capacity), shared with :mod:`dsa.io`'s reading of plans.
+
+    Parameters
+    ----------
+    values : array_like
+        The column.
+    name : str
+        What the column holds (``"size"``), for the messages.
+    n : int or None
+        The number of rows it must have (None: any).
+    ids : sequence or None
+        Row labels, for the messages.
+    allow_free : bool, default False
+        Read missing values (None, NaN) as ``FREE``, the marker of a row without a fixed offset.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+
+    Raises
+    ------
+    ValueError
+        Naming the row and the rule it breaks.
+    """
     # a masked array exists only once numpy.ma is imported; np.ma would import it (about 0.5 MB of
     # Python objects that an attached model's serving process would keep for nothing)
     if "numpy.ma" in sys.modules and np.ma.isMaskedArray(values):
@@ -145,12 +171,12 @@ def _check_inputs(starts, ends, sizes, ids=None, alignments=None, fixed_offsets=
     """
     if ids is not None:
         ids = tuple(ids) if not isinstance(ids, range) else ids
-    starts = _as_int_column(starts, "start", None, ids)
+    starts = as_int_column(starts, "start", None, ids)
     n = len(starts)
     if ids is not None and len(ids) != n:
         raise ValueError(f"ids has {len(ids)} entries but there are {n} buffers")
-    ends = _as_int_column(ends, "end", n, ids)
-    sizes = _as_int_column(sizes, "size", n, ids)
+    ends = as_int_column(ends, "end", n, ids)
+    sizes = as_int_column(sizes, "size", n, ids)
 
     bad = ends <= starts
     if bad.any():
@@ -184,7 +210,7 @@ def _check_inputs(starts, ends, sizes, ids=None, alignments=None, fixed_offsets=
     else:
         if np.ndim(alignments) == 0:
             alignments = np.full(n, alignments, dtype=object)
-        alignments = _as_int_column(alignments, "alignment", n, ids)
+        alignments = as_int_column(alignments, "alignment", n, ids)
         bad = alignments < 1
         if bad.any():
             i = int(np.argmax(bad))
@@ -193,7 +219,7 @@ def _check_inputs(starts, ends, sizes, ids=None, alignments=None, fixed_offsets=
     if fixed_offsets is None:
         fixed = np.full(n, FREE, dtype=np.int64)
     else:
-        fixed = _as_int_column(fixed_offsets, "fixed offset", n, ids, allow_free=True)
+        fixed = as_int_column(fixed_offsets, "fixed offset", n, ids, allow_free=True)
         bad = fixed < FREE
         if bad.any():
             i = int(np.argmax(bad))
@@ -209,7 +235,7 @@ def _check_inputs(starts, ends, sizes, ids=None, alignments=None, fixed_offsets=
                              f"alignment {alignments[i]}")
 
     if capacity is not None:
-        capacity = int(_as_int_column([capacity], "capacity", 1, None)[0])
+        capacity = int(as_int_column([capacity], "capacity", 1, None)[0])
         if capacity < 0:
             raise ValueError(f"capacity must be >= 0, got {capacity}")
         if n and sizes.max() > capacity:
@@ -227,7 +253,7 @@ def _check_inputs(starts, ends, sizes, ids=None, alignments=None, fixed_offsets=
 
     rows = np.flatnonzero(fixed != FREE)
     if len(rows) > 1:
-        from dsa.overlap import find_overlap
+        from dsa.address_overlap import find_overlap
 
         pair = find_overlap(starts[rows], ends[rows], sizes[rows], fixed[rows])
         if pair is not None:

@@ -96,15 +96,45 @@ class Solution:
 
 
 def make_solution(problem, offsets, *, strategy: str, status: Status = Status.FEASIBLE,
-                  message: str = "", stats: dict | None = None, lower_bound: int = 0) -> Solution:
-    """Build a :class:`Solution` from a strategy's offsets; the front end fills in bound and status.
+                  message: str = "", stats: dict | None = None, lower_bound: int = 0,
+                  limit_reached: bool = False, error: str | None = None) -> Solution:
+    """Build a strategy's raw result: its offsets and the facts of its run; the front end decides the status.
 
-    Strategies call this; :func:`dsa.solve` then recomputes the peak and the status with
-    :func:`finalize`, so a strategy only has to produce offsets. ``lower_bound`` is a bound on the
-    optimal peak that the strategy *proved* (a complete search, a solver's dual bound); the final
-    lower bound is the larger of it and LOAD. Offsets that are no plan (see :func:`as_offsets`) give
-    a Solution without offsets, with status ERROR and the reason as its message.
+    Strategies call this and report facts, not verdicts: the offsets, a lower bound on the optimal
+    peak that they *proved* (a complete search, a solver's dual bound; the final lower bound is the
+    larger of it and LOAD), whether a time or node limit stopped them before they were done, and why
+    they failed if they did. :func:`dsa.solve` then gives the result its status with
+    :func:`finalize`, alone: OPTIMAL when the peak meets the lower bound, INFEASIBLE when the bound
+    exceeds the capacity, and so on. Offsets that are no plan (see :func:`as_offsets`) give a result
+    without offsets, with status ERROR and the reason as its message.
+
+    Parameters
+    ----------
+    problem : Problem
+    offsets : array_like of int or None
+        One offset per row; None when the strategy has no plan.
+    strategy : str
+        The strategy's name.
+    status : Status, default FEASIBLE
+        A claim of a custom strategy (built-in strategies leave it): :func:`finalize` checks it
+        against the facts and keeps only what they support.
+    message : str, optional
+        A sentence about the run, kept by :func:`finalize` with the status it decides where it fits
+        (a limit's message is dropped when the plan turns out optimal).
+    stats : dict, optional
+        Strategy-specific figures.
+    lower_bound : int, default 0
+        A bound on the optimal peak that the strategy proved.
+    limit_reached : bool, default False
+        A time or node limit stopped the strategy before it finished (status LIMIT_REACHED unless
+        its plan proves optimal).
+    error : str, optional
+        The strategy failed: why (status ERROR).
     """
+    if error is not None:
+        status, message = Status.ERROR, error
+    elif limit_reached:
+        status = Status.LIMIT_REACHED
     if offsets is not None:
         offsets, reason = as_offsets(problem, offsets)
         if reason:
@@ -172,8 +202,11 @@ def _range_reason(problem, i: int, offset: int) -> str:
             f"{problem.sizes[i]} does not fit in a 64-bit integer")
 
 
-def plan_peak(problem, offsets) -> int | None:
+def plan_peak(problem, offsets, rows=None) -> int | None:
     """``max(offsets + sizes)`` over the rows (0 for no rows); None when ``offsets`` is None.
+
+    With ``rows`` (an array of row indices), the peak of those rows alone (0 for none): the peak of
+    one busy period, say.
 
     Raises
     ------
@@ -192,11 +225,18 @@ def plan_peak(problem, offsets) -> int | None:
         arr, reason = as_offsets(problem, arr)
         if reason:
             raise ValueError(reason)
-    over = arr > _INT64_MAX - problem.sizes
+    sizes = problem.sizes
+    if rows is not None:
+        rows = np.asarray(rows, dtype=np.int64)
+        if len(rows) == 0:
+            return 0
+        arr, sizes = arr[rows], sizes[rows]
+    over = arr > _INT64_MAX - sizes
     if over.any():
         i = int(np.argmax(over))
-        raise ValueError(_range_reason(problem, i, int(arr[i])))
-    return int((arr + problem.sizes).max())
+        i = i if rows is None else int(rows[i])
+        raise ValueError(_range_reason(problem, i, int(np.asarray(offsets)[i])))
+    return int((arr + sizes).max())
 
 
 def finalize(problem, solution: Solution, lower_bound: int, *, error: str | None = None,

@@ -7,33 +7,23 @@ lower bound, status) and run the independent validator on it.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import time
 import warnings
-from typing import Callable
 
 import numpy as np
 
 from dsa._kernels import jit_seconds
-from dsa.bounds import lower_bound
 from dsa.budget import check_seed, check_time_limit
+from dsa.context import Context
 from dsa.problem import Problem, as_problem
 from dsa.solution import Solution, Status, finalize, make_solution
-from dsa.strategies import get_strategy, resolve_name
-from dsa.sweep import Sweep
+from dsa.strategies import call, get_strategy, resolve_name, strategy_options
 
-__all__ = ["solve", "UnknownOptionWarning"]
+__all__ = ["solve", "conclude", "UnknownOptionWarning"]
 
 
 class UnknownOptionWarning(UserWarning):
     """An option passed to :func:`dsa.solve` that the chosen strategy does not take (it is ignored)."""
-
-
-def _accepted(fn: Callable) -> tuple[set, bool]:
-    """Keyword names ``fn`` accepts after the problem, and whether it takes ``**kwargs``."""
-    params = list(inspect.signature(fn).parameters.values())[1:]
-    names = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
-    return names, any(p.kind == p.VAR_KEYWORD for p in params)
 
 
 def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None, seed=None,
@@ -77,9 +67,13 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
 
     Notes
     -----
-    Strategies whose ``solve`` takes a ``sweep`` argument receive the shared planning context, a
-    :class:`dsa.sweep.Sweep` of the problem (time-overlap graph, sections, busy periods), built
-    once per call.
+    ``solve`` builds one planning context per call, a :class:`dsa.context.Context` (the sweep of
+    the problem with its time-overlap graph, sections, busy periods and LOAD; the lower bound; the
+    time and node limits; the incumbent), and runs the strategy through
+    :func:`dsa.strategies.call`: a strategy whose ``solve`` takes ``context`` receives it, one that
+    takes ``sweep`` its :class:`dsa.sweep.Sweep`. The strategy returns offsets and the facts of its
+    run (any bound it proved, whether a limit stopped it); :func:`conclude` validates the plan and
+    :func:`dsa.solution.finalize` alone decides the status and the gap.
 
     Raises
     ------
@@ -107,26 +101,74 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
         fn = get_strategy(name)
     else:
         raise TypeError(f"strategy must be a name or a callable, got {type(strategy).__name__}")
-    names, var_kw = _accepted(fn)
-    sweep = Sweep(problem)  # the shared planning context; each fact is computed on first use
-    call = {}
-    for key, value in (("time_limit", time_limit), ("seed", seed), ("sweep", sweep)):
-        if value is not None and (key in names or var_kw):
-            call[key] = value
-    if "sweep" in options:
-        raise TypeError("sweep is computed by dsa.solve; do not pass it")
+    names, var_kw = strategy_options(fn)
+    for key in ("sweep", "context"):
+        if key in options:
+            raise TypeError(f"{key} is computed by dsa.solve; do not pass it")
     unknown = sorted(k for k in options if k not in names and not var_kw)
     if unknown:
         warnings.warn(f"strategy {name!r} ignores unknown options {unknown}; it takes {sorted(names) or 'none'}",
                       UnknownOptionWarning, stacklevel=2)
-    call.update({k: v for k, v in options.items() if k in names or var_kw})
+    # the planning context: sweep (each fact computed on first use), bound, budget, incumbent
+    node_limit = options.pop("node_limit", None) if "node_limit" in names else None
+    context = Context(problem, time_limit=time_limit, node_limit=node_limit, seed=seed)
+    options = {k: v for k, v in options.items() if k in names or var_kw}
 
     # phase 2: the strategy
-    bound = lower_bound(problem, sweep=sweep)
+    bound = context.lower_bound
     jit0 = jit_seconds()
     t0 = time.perf_counter()
-    raw = fn(problem, **call)
+    raw = call(fn, problem, context, **options)
     elapsed = time.perf_counter() - t0
+
+    # phase 3: status translation and validation
+    return conclude(problem, raw, strategy=name, validate=validate, lower_bound=bound,
+                    extra_stats={"time_s": elapsed, "jit_s": jit_seconds() - jit0})
+
+
+def conclude(problem, raw, *, strategy: str | None = None, validate: bool = True, lower_bound=None,
+             extra_stats: dict | None = None, engine: str = "auto") -> Solution:
+    """The final :class:`~dsa.Solution` of a strategy's raw result: phase 3 of :func:`dsa.solve`.
+
+    The raw result is coerced to a Solution (bare offsets and None are accepted, as from any
+    strategy), its plan is checked by :func:`dsa.validate` (unless ``validate`` is False), and
+    :func:`dsa.solution.finalize` decides its status, lower bound and gap. Code that runs a strategy
+    elsewhere (the torch adapter's planner process, its in-thread portfolio head) ends with this, so
+    that its plans are checked and reported exactly as :func:`dsa.solve`'s.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem the strategy planned.
+    raw : Solution, array_like of int, or None
+        What the strategy returned.
+    strategy : str, optional
+        The strategy's name, for a raw result that does not carry one.
+    validate : bool, default True
+        Run the validator; with False a plan is reported UNCHECKED (see :func:`dsa.solve`).
+    lower_bound : int, optional
+        The front end's bound (:func:`dsa.lower_bound` of ``problem`` when None).
+    extra_stats : dict, optional
+        Added to the Solution's ``stats``.
+    engine : {"auto", "numpy", "kernel"}, default "auto"
+        The validator's engine (see :func:`dsa.validate`): ``"numpy"`` checks without numba, as a
+        process that must not load it (the torch adapter's served process) needs.
+
+    Returns
+    -------
+    Solution
+
+    Examples
+    --------
+    >>> import dsa
+    >>> from dsa.solver import conclude
+    >>> p = dsa.Problem([0, 1], [2, 3], [4, 4])
+    >>> conclude(p, [0, 4], strategy="by hand").status.value
+    'optimal'
+    >>> conclude(p, [0, 2], strategy="by hand").status.value
+    'error'
+    """
+    name = strategy or ""
     if raw is None:
         raw = make_solution(problem, None, strategy=name, status=Status.ERROR,
                             message="the strategy returned None instead of a Solution or offsets")
@@ -134,20 +176,21 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
         raw = _from_offsets(problem, raw, name)
     elif raw.offsets is not None and np.shape(raw.offsets) != (len(problem),):
         raw = _from_offsets(problem, raw.offsets, name)
-    if not raw.strategy:
+    if not raw.strategy and name:
         raw = dataclasses.replace(raw, strategy=name)
+    if lower_bound is None:
+        from dsa.bounds import lower_bound as bound_of
 
-    # phase 3: status translation and validation
+        lower_bound = bound_of(problem)
     error = None
     if validate and raw.offsets is not None:
         from dsa.validator import validate as check
 
         try:
-            check(problem, raw.offsets, check_capacity=False)
+            check(problem, raw.offsets, check_capacity=False, engine=engine)
         except ValueError as exc:
             error = str(exc)
-    return finalize(problem, raw, bound, error=error, checked=validate,
-                    extra_stats={"time_s": elapsed, "jit_s": jit_seconds() - jit0})
+    return finalize(problem, raw, lower_bound, error=error, checked=validate, extra_stats=extra_stats)
 
 
 def _from_offsets(problem, raw, name: str) -> Solution:

@@ -22,10 +22,45 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["Sweep"]
+__all__ = ["Sweep", "sections", "step_function"]
 
 DENSE_SHARE = 16        # see Sweep.dense
 DENSE_PAIRS = 1 << 20   # (an overlap graph of this many pairs takes 8 MiB)
+
+
+def sections(starts, ends) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sections of rows with lifetimes ``[starts, ends)``: ``(times, first, last)``.
+
+    ``times`` are the distinct event times, sorted; section ``k`` is ``[times[k], times[k + 1])``.
+    Row ``i`` spans sections ``first[i]`` to ``last[i]`` (inclusive). Complexity O(n log n). The
+    one place section times are computed: :class:`Sweep` holds them for a whole problem; strategies
+    that work on a subset of rows call this.
+    """
+    times = np.sort(np.concatenate([starts, ends]))
+    times = times[np.r_[True, times[1:] != times[:-1]]] if len(times) else times  # (faster than unique)
+    return times, np.searchsorted(times, starts), np.searchsorted(times, ends) - 1
+
+
+def step_function(starts, ends, sizes) -> tuple[np.ndarray, np.ndarray]:
+    """The step function of the bytes alive over time: ``(times, live)``, where ``times`` are the
+    distinct event times, sorted (those of :func:`sections`), and ``live[k]`` bytes are alive on
+    ``[times[k], times[k + 1])`` (the last value, after the last end, is 0).
+
+    At equal times frees are applied before allocations (lifetimes are half-open). Sums are int64
+    all the way: no rounding of large byte counts. Complexity O(n log n). :attr:`Sweep.live` and
+    :attr:`Sweep.load` come from it; :func:`dsa.bounds.aligned_load` uses it with padded
+    sizes.
+    """
+    if len(starts) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    times = np.concatenate([starts, ends])
+    deltas = np.concatenate([sizes, -sizes])
+    order = np.argsort(times, kind="stable")
+    times, deltas = times[order], deltas[order]
+    live = np.cumsum(deltas)
+    # keep the last value of each time: all events at one time are applied together
+    last = np.r_[times[1:] != times[:-1], True]
+    return times[last], live[last]
 
 
 class Sweep:
@@ -50,7 +85,8 @@ class Sweep:
         self.problem = problem
 
     def __repr__(self) -> str:
-        done = sorted(k for k in ("overlap", "times", "periods") if k in self.__dict__)
+        done = sorted(k for k in ("overlap", "times", "periods")
+                      if ("_sections" if k == "times" else k) in self.__dict__)
         return f"Sweep(n={len(self.problem)}, computed={done})"
 
     @cached_property
@@ -60,7 +96,7 @@ class Sweep:
         Two rows are neighbours when their half-open lifetimes intersect, whatever their sizes.
         Complexity O(n log n + E) time and O(n + E) memory, E the number of intersecting pairs.
         """
-        from dsa._kernels.sweep import overlap_csr
+        from dsa._kernels.time_overlap import overlap_csr
 
         return overlap_csr(self.problem.starts, self.problem.ends)
 
@@ -87,17 +123,13 @@ class Sweep:
         return pairs > DENSE_PAIRS and pairs * DENSE_SHARE > n * n
 
     @cached_property
-    def _sections(self):
+    def _step(self):
         p = self.problem
-        times = np.sort(np.concatenate([p.starts, p.ends]))
-        times = times[np.r_[True, times[1:] != times[:-1]]] if len(times) else times
-        first = np.searchsorted(times, p.starts)
-        last = np.searchsorted(times, p.ends) - 1
-        delta = np.zeros(len(times), dtype=np.int64)
-        np.add.at(delta, first, p.sizes)
-        np.add.at(delta, last + 1, -p.sizes)
-        live = np.cumsum(delta)  # int64 all the way: no rounding of large byte counts
-        return times, live, first, last
+        return step_function(p.starts, p.ends, p.sizes)
+
+    @cached_property
+    def _sections(self):
+        return sections(self.problem.starts, self.problem.ends)
 
     @property
     def times(self) -> np.ndarray:
@@ -108,17 +140,17 @@ class Sweep:
     @property
     def live(self) -> np.ndarray:
         """Bytes alive in each section (frees before allocations at equal times)."""
-        return self._sections[1]
+        return self._step[1]  # (step_function's times are self.times)
 
     @property
     def first_section(self) -> np.ndarray:
         """Index of the first section of each row."""
-        return self._sections[2]
+        return self._sections[1]
 
     @property
     def last_section(self) -> np.ndarray:
         """Index of the last section of each row (inclusive)."""
-        return self._sections[3]
+        return self._sections[2]
 
     @property
     def load(self) -> int:

@@ -15,7 +15,7 @@ import numbers
 
 import numpy as np
 
-from dsa.overlap import find_overlap
+from dsa.address_overlap import find_overlap
 
 __all__ = ["validate", "InvalidPlanError", "find_overlap"]
 
@@ -37,7 +37,7 @@ def _describe(problem, i: int) -> str:
     return f"row {i}" if isinstance(ids, range) else f"row {i} (id {ids[i]!r})"
 
 
-def validate(problem, solution, *, check_capacity: bool | None = None) -> None:
+def validate(problem, solution, *, check_capacity: bool | None = None, engine: str = "auto") -> None:
     """Check that ``solution`` is a valid plan for ``problem``; raise :class:`InvalidPlanError` if not.
 
     Parameters
@@ -48,6 +48,11 @@ def validate(problem, solution, *, check_capacity: bool | None = None) -> None:
     check_capacity : bool, optional
         Whether the plan must fit ``problem.capacity``. Default: yes, unless ``solution`` is a Solution
         whose status says it does not fit (``NO_FIT`` or ``INFEASIBLE``).
+    engine : {"auto", "numpy", "kernel"}, default "auto"
+        How the address-overlap check runs (:func:`dsa.address_overlap.find_overlap`): ``"auto"`` by
+        a plain-Python sweep below ``SMALL_M`` rows and a numba kernel from there on; ``"numpy"``
+        without numba (a process that must not load it, such as the torch adapter's served process,
+        asks for it). The verdict is the same.
 
     Raises
     ------
@@ -141,7 +146,7 @@ def validate(problem, solution, *, check_capacity: bool | None = None) -> None:
         i = int(np.argmax(tops))
         raise InvalidPlanError(f"{_describe(problem, i)}: ends at {peak}, beyond the capacity "
                                f"{problem.capacity}", "capacity", (i,))
-    pair = find_overlap(problem.starts, problem.ends, problem.sizes, offsets)
+    pair = find_overlap(problem.starts, problem.ends, problem.sizes, offsets, engine=engine)
     if pair is not None:
         i, j = sorted(pair)
         raise InvalidPlanError(

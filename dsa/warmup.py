@@ -47,8 +47,8 @@ def warmup(*, verbose: bool = False) -> dict:
     """Compile (or load from numba's cache) every kernel that the strategies use.
 
     Solves a few tiny problems with every installed strategy except ``mip`` (whose solvers are not
-    numba code), always on the kernels (never on the numpy stand-ins that small problems get in a
-    fresh process), plus the improvement searches of ``best``. With a writable cache (see Notes),
+    numba code), always on the kernels (never on the numpy stand-ins that small problems get by
+    default, see :func:`dsa._kernels.use_numpy`), plus the improvement searches of ``best``. With a writable cache (see Notes),
     later processes load the kernels instead of compiling them.
 
     Parameters
@@ -91,14 +91,14 @@ def warmup(*, verbose: bool = False) -> dict:
 
     t0 = time.perf_counter()
     jit0 = _kernels.jit_seconds()
-    numba = _kernels._load_numba()
+    numba = _kernels.load_numba()
 
     def say(text):
         if verbose:
             print(f"warmup: {text} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
 
     previous = _kernels.FORCE
-    _kernels.FORCE = "kernel"  # the kernels, not the numpy stand-ins of a fresh process
+    _kernels.FORCE = "kernel"  # the kernels, not the numpy stand-ins of small problems
     try:
         problems, dense = _problems()
         names = [n for n in available_strategies(installed=True) if n != "mip"]
@@ -115,12 +115,13 @@ def warmup(*, verbose: bool = False) -> dict:
             solve(dense, name)
         say("dense problems")
         # best's improvement phase: the canonical search and the local search, from a poor plan
-        from dsa.strategies import _improve, _search
+        from dsa.strategies._canonical_search import lower_peak
+        from dsa.strategies._local_search import search_orders
 
         for problem in problems:
             start = solve(problem, "bump").offsets
-            _search.improve(problem, start, time_limit=1.0, node_limit=50, seed=0)
-            _improve.improve(problem, start, time_limit=float("inf"), iterations=50, seed=0)
+            lower_peak(problem, start, time_limit=1.0, node_limit=50)
+            search_orders(problem, start, time_limit=float("inf"), iterations=50, seed=0)
         say("improvement searches")
     finally:
         _kernels.FORCE = previous

@@ -61,10 +61,10 @@ def sleeps_on_three(problem):
 def reports_threads(problem):
     import numba
 
-    from dsa.strategies import _search, best
+    from dsa.strategies import _canonical_search, best
 
     sol = dsa.solve(problem)
-    sol.stats.update(numba_threads=numba.get_num_threads(), cap=thread_cap(), exact_threads=_search._threads(),
+    sol.stats.update(numba_threads=numba.get_num_threads(), cap=thread_cap(), exact_threads=_canonical_search.threads(),
                      best_threads=max_threads(best.MAX_THREADS), pid=os.getpid())
     return sol
 
@@ -161,12 +161,12 @@ def test_property_solve_many_is_a_loop_of_solve(problems, strategy):
 # --- the thread knob ----------------------------------------------------------------------------
 
 def test_thread_knob(monkeypatch):
-    from dsa.strategies import _search
+    from dsa.strategies import _canonical_search
 
     monkeypatch.delenv("DSA_THREADS", raising=False)
     assert thread_cap() is None and max_threads(4) == 4
     with thread_limit(1):
-        assert thread_cap() == 1 and max_threads(4) == 1 and _search._threads() == 1
+        assert thread_cap() == 1 and max_threads(4) == 1 and _canonical_search.threads() == 1
     assert thread_cap() is None
     monkeypatch.setenv("DSA_THREADS", "2")
     assert max_threads(4) == 2 and max_threads(1) == 1

@@ -270,14 +270,26 @@ def test_jit_seconds_count_the_first_kernel_calls_only():
     assert out.split() == ["True", "True"]
 
 
-def test_numpy_stand_ins_serve_only_the_first_small_calls():
-    out = _fresh("import sys, dsa, dsa._kernels as k, dsa.generate\n"
-                 "small = dsa.generate.random_trace(30, seed=0)\n"
-                 "for _ in range(k.NUMPY_CALLS): dsa.solve(small, validate=False)\n"
-                 "print('numba' in sys.modules)\n"
-                 "dsa.solve(small, validate=False)\n"
-                 "print('dsa._kernels.greedy' in sys.modules)\n")
-    assert out.split() == ["False", "True"]
+def test_the_engine_follows_the_size_of_the_problem_not_the_process():
+    """Small problems are planned and checked by the numpy stand-ins however many came before;
+    one at SMALL_N rows loads the greedy kernel; DSA_ENGINE=kernel overrides the rule."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, dsa, dsa.placement as pl, dsa.generate\n"
+            "small = dsa.generate.random_trace(pl.SMALL_N - 1, seed=0)\n"
+            "for _ in range(40): dsa.solve(small)\n"
+            "print('numba' in sys.modules)\n"
+            "dsa.solve(dsa.generate.random_trace(pl.SMALL_N, seed=0), validate=False)\n"
+            "print('dsa._kernels.greedy' in sys.modules)\n")
+    assert _fresh(code).split() == ["False", "True"]
+    env = {**os.environ, "DSA_ENGINE": "kernel"}
+    out = subprocess.run([sys.executable, "-c", "import sys, dsa, dsa.generate\n"
+                          "dsa.solve(dsa.generate.random_trace(5, seed=0))\n"
+                          "print('dsa._kernels.greedy' in sys.modules)\n"],
+                         capture_output=True, text=True, check=True, env=env).stdout
+    assert out.split() == ["True"]
 
 
 def test_densely_overlapping_problems_never_build_the_overlap_graph():
@@ -303,7 +315,7 @@ for locator in (caching.InTreeCacheLocator, caching.UserWideCacheLocator):  # as
 import numpy as np, numba
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    from dsa._kernels.sweep import overlap_csr  # the first kernel module: numba is set up here
+    from dsa._kernels.time_overlap import overlap_csr  # the first kernel module: numba is set up here
     indptr, indices = overlap_csr(np.array([0, 1]), np.array([2, 3]))
 print(indices.tolist() == [1, 0], numba.config.CACHE_DIR.split("/")[-1].startswith("dsa-numba-cache-"),
       any("cached in" in str(w.message) for w in caught), numba.config.CACHE_DIR)

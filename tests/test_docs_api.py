@@ -109,7 +109,7 @@ def test_every_strategy_has_a_page_with_its_options_and_heap_map(name):
     solve = importlib.import_module(info.module).solve if not info.available else get_strategy(name)
     table = _options_table(page)
     for option, param in inspect.signature(solve).parameters.items():
-        if param.kind is not param.KEYWORD_ONLY or option == "sweep":
+        if param.kind is not param.KEYWORD_ONLY or option in ("sweep", "context"):  # passed by dsa.solve
             continue
         assert option in table, f"{name}.md: the options table lacks `{option}`"
         assert table[option] == repr(param.default), \

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 
 import dsa
-from dsa.strategies import _search, best
+from dsa.strategies import _canonical_search as canonical
+from dsa.strategies import best
 from conftest import fields, problems
 from naive import brute_force_optimum, naive_validate
 
@@ -88,16 +89,16 @@ def test_the_first_look_takes_at_most_a_tenth_of_the_time_left(monkeypatch):
     import time
 
     seen = []
-    real = _search.first_look
+    real = canonical.CanonicalSearch.first_look
 
-    def spy(problem, prep, *, deadline=None, node_limit=None, runs=None):
+    def spy(self, *, deadline=None, node_limit=None):
         seen.append(deadline - time.perf_counter())
-        return real(problem, prep, deadline=deadline, node_limit=node_limit, runs=runs)
+        return real(self, deadline=deadline, node_limit=node_limit)
 
-    monkeypatch.setattr(_search, "first_look", spy)
+    monkeypatch.setattr(canonical.CanonicalSearch, "first_look", spy)
     d = dsa.data.load("D.1048576").replace(capacity=None)
     sol = dsa.solve(d, "exact", time_limit=2.0)
-    assert len(seen) == 1 and 0 < seen[0] <= _search.FIRST_LOOK_TIME * 2.0
+    assert len(seen) == 1 and 0 < seen[0] <= canonical.FIRST_LOOK_TIME * 2.0
     assert sol.status is dsa.Status.LIMIT_REACHED and not sol.stats["first_look"]
 
 
@@ -173,9 +174,8 @@ def test_a_raced_search_gives_the_same_plan_every_time(monkeypatch):
     """Without a node limit the preorders race, but a plan at the bound stops only later preorders:
     the first preorder that plans within its share wins whichever thread finishes first. On A
     both TWA and TCA plan at LOAD; the plan must not depend on which one gets there first."""
-    from dsa.strategies import _search
 
-    monkeypatch.setattr(_search, "THREADS", 2)
+    monkeypatch.setattr(canonical, "THREADS", 2)
     p = dsa.data.load("A.1048576").replace(capacity=None)
     plans = [dsa.solve(p, "exact", time_limit=60) for _ in range(3)]
     assert all(s.status is dsa.Status.OPTIMAL and s.stats["threads"] == 2 for s in plans)
@@ -189,10 +189,9 @@ def test_a_raced_search_gives_the_same_plan_every_time(monkeypatch):
 def test_a_node_limited_search_is_deterministic_on_any_number_of_threads(name, threads, monkeypatch):
     """Probes side by side are applied in preorder order: under a node limit, the same plan every time
     (minimising, and deciding a capacity)."""
-    from dsa.strategies import _search
 
     p = dsa.data.load(f"{name}.1048576").replace(capacity=None)
-    monkeypatch.setattr(_search, "THREADS", threads)
+    monkeypatch.setattr(canonical, "THREADS", threads)
     first = dsa.solve(p, "exact", node_limit=1_000_000)
     again = dsa.solve(p, "exact", node_limit=1_000_000)
     assert first.stats["first_look"] == (name == "E")

@@ -29,7 +29,7 @@ def test_a_bad_seed_names_the_option(strategy, seed):
 
 
 def test_a_bad_seed_names_the_option_in_strategies_called_directly():
-    from dsa.strategies import _improve, _orders, buchsbaum
+    from dsa.strategies import _local_search, _orders, buchsbaum
 
     p = dsa.Problem.from_intervals(TWO)
     match = r"seed must be a non-negative integer \(or None\), got -1"
@@ -40,7 +40,7 @@ def test_a_bad_seed_names_the_option_in_strategies_called_directly():
     with pytest.raises(ValueError, match=match):
         _orders.order_rows(p, "random", -1)
     with pytest.raises(ValueError, match=match):
-        _improve.improve(p, np.array([0, 8]), time_limit=0.1, seed=-1)  # a plan above LOAD: it searches
+        _local_search.search_orders(p, np.array([0, 8]), time_limit=0.1, seed=-1)  # a plan above LOAD: it searches
 
 
 def test_good_seeds_still_work():
@@ -160,7 +160,9 @@ def test_infeasible_needs_a_proven_bound_above_the_capacity():
 
 # ---------------------------------------------------------------- every status has a message
 def test_best_limit_reached_has_a_message():
-    # before: LIMIT_REACHED came with an empty message (and the CLI printed a blank line)
+    # before: LIMIT_REACHED came with an empty message (and the CLI printed a blank line). Run from an
+    # empty numba cache, the portfolio can use the whole limit (its compile time is not counted) and
+    # leave no time for the improvement phase: that is LIMIT_REACHED too, not FEASIBLE
     p = dsa.data.load("D.1048576").replace(capacity=None)
     sol = dsa.solve(p, "best", time_limit=0.05)
     assert sol.status is Status.LIMIT_REACHED, sol.status
@@ -182,3 +184,24 @@ def test_best_limit_reached_has_a_message():
 def test_a_status_without_a_message_gets_one(status, offsets, match):
     sol = dsa.solve(CAP, _claims(offsets, status))
     assert sol.status is status and re.search(match, sol.message), sol.message
+
+
+def test_best_says_limit_reached_when_the_portfolio_used_the_whole_limit(monkeypatch):
+    """All members ran (nothing was cut), but no time was left for the improvement phase: the limit,
+    not the search, ended the call, so the status is LIMIT_REACHED with a message, never FEASIBLE."""
+    import time as _time
+
+    from dsa.budget import Budget
+    from dsa.strategies import best
+
+    class SpentAfterStart(Budget):
+        @property
+        def exhausted(self):
+            return self.time_limit is not None and _time.perf_counter() > self.started
+
+    monkeypatch.setattr(best, "Budget", SpentAfterStart)
+    p = dsa.data.load("D.1048576").replace(capacity=None)  # the greedy member stays above LOAD
+    sol = dsa.solve(p, "best", members=["size/first"], time_limit=5.0)
+    assert not sol.stats.get("portfolio_cut") and sol.peak > dsa.lower_bound(p)
+    assert sol.status is Status.LIMIT_REACHED, (sol.status, sol.message)
+    assert "the improvement phase did not run" in sol.message, sol.message

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import dsa
 from conftest import fields, problems
-from dsa.strategies import _improve as local
-from dsa.strategies import _search
+from dsa.strategies import _canonical_search as canonical
+from dsa.strategies._local_search import search_orders
 from naive import brute_force_optimum, naive_validate
 
 
@@ -32,7 +32,7 @@ def test_feasible_agrees_with_brute_force(problem, slack):
     """At capacities around the optimum: a plan below it is impossible, and a proof above it is a bug."""
     opt = _optimum(problem)
     cap = max(int(problem.sizes.max(initial=0)), opt + slack)
-    status, offsets, nodes = _search.feasible(problem, cap, node_limit=1_000_000)
+    status, offsets, nodes = canonical.feasible(problem, cap, node_limit=1_000_000)
     assert status in ("found", "infeasible")  # tiny instances: the search always completes
     if status == "found":
         assert _valid(problem, offsets) and dsa.solution.plan_peak(problem, offsets) <= cap
@@ -56,7 +56,7 @@ def test_feasible_with_identical_buffers_agrees_with_brute_force(problem, copies
                           fixed_offsets=f["fixed"])
     opt = _optimum(problem)
     cap = max(int(problem.sizes.max(initial=0)), opt + slack)
-    status, offsets, nodes = _search.feasible(problem, cap, node_limit=1_000_000)
+    status, offsets, nodes = canonical.feasible(problem, cap, node_limit=1_000_000)
     assert status in ("found", "infeasible")
     if status == "found":
         assert _valid(problem, offsets) and dsa.solution.plan_peak(problem, offsets) <= cap
@@ -67,7 +67,7 @@ def test_feasible_with_identical_buffers_agrees_with_brute_force(problem, copies
 @settings(max_examples=100)
 def test_search_improve_reaches_and_proves_the_optimum(problem):
     start = dsa.solve(problem, "bump").offsets
-    out, stats = _search.improve(problem, start, time_limit=5.0)
+    out, stats = canonical.lower_peak(problem, start, time_limit=5.0)
     assert _valid(problem, out)
     opt = _optimum(problem)
     assert dsa.solution.plan_peak(problem, out) == opt
@@ -79,7 +79,7 @@ def test_search_improve_reaches_and_proves_the_optimum(problem):
 def test_a_search_resumed_in_slices_explores_the_same_nodes(problem, slice_, slack):
     """Calls with node limits a, b, ... on one kept search explore exactly the nodes of one call
     with limit a + b + ...: same answer, same node count, same plan."""
-    prep = _search._Prepared(problem)
+    prep = canonical.CanonicalSearch(problem)
     cap = max(int(problem.sizes.max(initial=0)), _optimum(problem) + slack)
     for per in prep.periods:
         whole, nodes, plan = per.search(cap, 10**6, "TAW")
@@ -102,7 +102,7 @@ def test_a_long_search_resumed_in_slices_finds_the_same_plan():
     """MiniMalloc's B at LOAD: the TAW preorder plans it after about 200k nodes, in one call or in
     slices of 9999 nodes."""
     p = dsa.data.load("B.1048576").replace(capacity=None)
-    per = _search._Prepared(p).periods[0]
+    per = canonical.CanonicalSearch(p).periods[0]
     cap = dsa.load(p)
     whole, nodes, plan = per.search(cap, 10**6, "TAW")
     assert whole == 0 and nodes > 100_000
@@ -121,7 +121,7 @@ def test_a_stop_flag_ends_a_search_that_goes_on_later():
     import threading
 
     p = dsa.data.load("B.1048576").replace(capacity=None)
-    per = _search._Prepared(p).periods[0]
+    per = canonical.CanonicalSearch(p).periods[0]
     cap = dsa.load(p)
     stop = np.ones(1, np.int64)
     runs = {}
@@ -146,14 +146,13 @@ def test_a_stop_flag_ends_a_search_that_goes_on_later():
 def test_the_first_look_plans_at_the_bound_or_not_at_all(problem):
     """A plan from the first look is valid and its peak is the bound; where the optimum is above
     the bound it finds nothing."""
-    prep = _search._Prepared(problem)
-    offsets, nodes, searches = _search.first_look(problem, prep)
+    offsets, nodes, searches = canonical.CanonicalSearch(problem).first_look()
     bound = dsa.lower_bound(problem)
     if offsets is not None:
         assert _valid(problem, offsets) and dsa.solution.plan_peak(problem, offsets) == bound
     if _optimum(problem) > bound:
         assert offsets is None
-    assert searches <= len(_search.HEURISTICS) and (nodes > 0) == (searches > 0)
+    assert searches <= len(canonical.HEURISTICS) and (nodes > 0) == (searches > 0)
 
 
 def test_the_searches_start_from_the_bound_strengthened_by_alignment():
@@ -161,38 +160,36 @@ def test_the_searches_start_from_the_bound_strengthened_by_alignment():
     start at dsa.lower_bound, so a plan at 68 is known optimal without searching below it."""
     p = dsa.Problem([0, 0], [2, 2], [4, 8], alignments=64)
     assert (dsa.load(p), dsa.lower_bound(p)) == (12, 68)
-    prep = _search._Prepared(p)
-    offsets, nodes, _ = _search.first_look(p, prep)
+    offsets, nodes, _ = canonical.CanonicalSearch(p).first_look()
     assert dsa.solution.plan_peak(p, offsets) == 68 and _valid(p, offsets)
-    out, stats = _search.improve(p, offsets, time_limit=5.0)
+    out, stats = canonical.lower_peak(p, offsets, time_limit=5.0)
     assert stats["proven_lower_bound"] == 68 and stats["nodes"] == 0
     sol = dsa.solve(p, "exact")
     assert (sol.peak, sol.lower_bound, sol.status) == (68, 68, dsa.Status.OPTIMAL)
 
 
-def test_improve_goes_on_with_the_searches_of_the_first_look(monkeypatch):
-    """When the first look does not plan, improve's probes of the bound resume its searches (no
-    search of the bound starts afresh); without them improve starts its own."""
+def test_lower_peak_goes_on_with_the_searches_of_the_first_look(monkeypatch):
+    """When the first look does not plan, lower_peak's probes of the bound resume its searches (no
+    search of the bound starts afresh); without them lower_peak starts its own."""
     import dsa._kernels.canonical as kernel
 
-    monkeypatch.setattr(_search, "THREADS", 1)
+    monkeypatch.setattr(canonical, "THREADS", 1)
     p = dsa.data.load("A.1048576").replace(capacity=None)  # planned at LOAD after ~67k nodes
-    prep = _search._Prepared(p)
-    runs = {}
-    offsets, nodes, searches = _search.first_look(p, prep, runs=runs)
-    m = max(len(per.rows) for per in prep.periods)
-    assert offsets is None and searches == len(_search.HEURISTICS) == len(runs)
-    assert nodes == searches * _search.FIRST_LOOK * m
+    search = canonical.CanonicalSearch(p)
+    offsets, nodes, searches = search.first_look()
+    m = max(len(per.rows) for per in search.periods)
+    assert offsets is None and searches == len(canonical.HEURISTICS) == len(search.runs)
+    assert nodes == searches * canonical.FIRST_LOOK * m
     fresh = []
     real = kernel.new_state
-    _search.warm()  # (its search of one buffer is not one of these)
+    canonical.warm()  # (its search of one buffer is not one of these)
     monkeypatch.setattr(kernel, "new_state", lambda *a: fresh.append(a) or real(*a))
     start = dsa.solve(p, "best", improve=False).offsets
-    bound_only = len(_search.HEURISTICS) * max(_search.BUDGET0, 2 * m)  # round 1's probe of the bound
-    _, stats = _search.improve(p, start, time_limit=60, node_limit=bound_only, prep=prep, runs=runs)
+    bound_only = len(canonical.HEURISTICS) * max(canonical.BUDGET0, 2 * m)  # round 1's probe of the bound
+    _, stats = search.lower_peak(start, time_limit=60, node_limit=bound_only)
     assert stats["nodes"] == bound_only and fresh == []
-    _, stats = _search.improve(p, start, time_limit=60, node_limit=bound_only)
-    assert stats["nodes"] == bound_only and len(fresh) == len(_search.HEURISTICS)
+    _, stats = canonical.lower_peak(p, start, time_limit=60, node_limit=bound_only)
+    assert stats["nodes"] == bound_only and len(fresh) == len(canonical.HEURISTICS)
 
 
 def test_loading_the_kernel_is_not_taken_from_the_time_limit(monkeypatch):
@@ -200,23 +197,23 @@ def test_loading_the_kernel_is_not_taken_from_the_time_limit(monkeypatch):
     must not count it, or they are stopped before they search at all (seen on CI)."""
     import time
 
-    real = _search.warm
+    real = canonical.warm
 
     def slow_load():
         time.sleep(1.0)
         real()
 
-    monkeypatch.setattr(_search, "warm", slow_load)
+    monkeypatch.setattr(canonical, "warm", slow_load)
     p = dsa.data.load("E.1048576").replace(capacity=None)
     start = dsa.solve(p, "greedy_by_size").offsets
-    out, stats = _search.improve(p, start, time_limit=0.5)
+    out, stats = canonical.lower_peak(p, start, time_limit=0.5)
     assert stats["nodes"] > 0 and dsa.solution.plan_peak(p, out) == dsa.load(p)
 
 
 def test_search_keeps_a_plan_it_cannot_improve_and_stops_on_large_periods():
     big = dsa.generate.random_trace(3000, seed=0)  # one busy period of more than MAX_BUFFERS rows
     start = dsa.solve(big, "greedy_by_size").offsets
-    out, stats = _search.improve(big, start, time_limit=5.0)
+    out, stats = canonical.lower_peak(big, start, time_limit=5.0)
     assert np.array_equal(out, start) and stats["nodes"] == 0 and stats["time"] < 5.0
 
 
@@ -226,14 +223,14 @@ def test_a_node_limit_too_small_to_share_ends_the_search(node_limit):
     not start round after round with nothing to spend (it looped, its budget growing without end)."""
     p = dsa.data.load("A.1048576").replace(capacity=None)
     start = dsa.solve(p, "greedy_by_size").offsets
-    out, stats = _search.improve(p, start, time_limit=60.0, node_limit=node_limit)
+    out, stats = canonical.lower_peak(p, start, time_limit=60.0, node_limit=node_limit)
     assert stats["nodes"] <= node_limit + len(p) and _valid(p, out)
 
 
 def test_search_honours_a_node_limit():
     p = dsa.data.load("A.1048576").replace(capacity=None)
     start = dsa.solve(p, "greedy_by_size").offsets
-    out, stats = _search.improve(p, start, time_limit=60.0, node_limit=5000)
+    out, stats = canonical.lower_peak(p, start, time_limit=60.0, node_limit=5000)
     assert stats["nodes"] <= 5000 + len(p)  # the last call may finish its current node budget
     assert _valid(p, out) and dsa.solution.plan_peak(p, out) <= dsa.solution.plan_peak(p, start)
 
@@ -243,7 +240,7 @@ def test_search_honours_a_node_limit():
 @settings(max_examples=100)
 def test_local_search_is_valid_and_never_worse(problem, seed):
     start = dsa.solve(problem, "bump").offsets
-    out, stats = local.improve(problem, start, time_limit=math.inf, iterations=200, seed=seed)
+    out, stats = search_orders(problem, start, time_limit=math.inf, iterations=200, seed=seed)
     assert _valid(problem, out)
     assert stats["final_peak"] == dsa.solution.plan_peak(problem, out) <= stats["start_peak"]
     fixed = problem.is_fixed
@@ -253,8 +250,8 @@ def test_local_search_is_valid_and_never_worse(problem, seed):
 def test_local_search_is_reproducible_for_a_seed_and_an_iteration_count():
     p = dsa.data.load("B.1048576").replace(capacity=None)
     start = dsa.solve(p, "greedy_by_size").offsets
-    a, sa = local.improve(p, start, time_limit=math.inf, iterations=3000, seed=4)
-    b, sb = local.improve(p, start, time_limit=math.inf, iterations=3000, seed=4)
+    a, sa = search_orders(p, start, time_limit=math.inf, iterations=3000, seed=4)
+    b, sb = search_orders(p, start, time_limit=math.inf, iterations=3000, seed=4)
     assert np.array_equal(a, b) and sa["iterations"] == sb["iterations"] == 3000
     assert sa["final_peak"] < sa["start_peak"]  # 3000 iterations lower this instance's greedy peak
 
@@ -262,11 +259,11 @@ def test_local_search_is_reproducible_for_a_seed_and_an_iteration_count():
 def test_local_search_works_a_window_at_a_time_on_large_problems():
     p = dsa.generate.random_trace(3000, seed=3)
     start = dsa.solve(p, "greedy_by_size").offsets
-    out, stats = local.improve(p, start, time_limit=math.inf, iterations=2000, seed=0, window=200)
+    out, stats = search_orders(p, start, time_limit=math.inf, iterations=2000, seed=0, window=200)
     assert _valid(p, out) and stats["final_peak"] <= stats["start_peak"]
 
 
 def test_local_search_rejects_unknown_parameters():
     p = dsa.Problem([0, 1], [2, 3], [1, 1])
     with pytest.raises(TypeError, match="unknown search parameters"):
-        local.improve(p, [0, 1], time_limit=0.1, colour="blue")
+        search_orders(p, [0, 1], time_limit=0.1, colour="blue")

@@ -109,14 +109,15 @@ def test_a_forked_child_starts_its_own_helper():
 
 
 def test_a_process_that_plans_in_the_helper_never_loads_numba():
-    """The client side (request, validation of a 3000-row plan) runs without numba."""
+    """The client side (request, validation of a 3000-row plan with the numpy engine, as the torch
+    adapter asks for it) runs without numba."""
     code = textwrap.dedent("""
         import sys
         import dsa
         from dsa._planner_process import shared
         problem = dsa.generate.random_trace(3000, seed=3)
         solution = shared().solve(problem, "best", {"time_limit": 0.5})
-        dsa.validate(problem, solution)
+        dsa.validate(problem, solution, engine="numpy")
         print(solution.success, "numba" in sys.modules)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)

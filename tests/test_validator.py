@@ -258,37 +258,41 @@ def test_largest_representable_offset_is_fine():
     check(p.replace(capacity=100), [2**63 - 11, 0], "capacity", (0,))
 
 
-def test_without_numba_a_dense_plan_is_checked_by_the_sweep_and_a_huge_one_by_the_kernel(monkeypatch):
-    """The plain-Python sweep is used while rows x (rows alive at once) is small enough."""
-    from dsa import _kernels, overlap
+def test_the_numpy_engine_checks_a_dense_plan_by_the_sweep_and_a_huge_one_by_the_kernel(monkeypatch):
+    """engine="numpy" sweeps in plain Python while rows x (rows alive at once) is small enough."""
+    from dsa import address_overlap
 
     n = 2000
     starts, ends, sizes = np.zeros(n, np.int64), np.full(n, 5), np.full(n, 8)
     offsets = (np.arange(n) * 8)[::-1].copy()
     calls = []
-    real = overlap._sweep_overlap
-    monkeypatch.setattr(overlap, "_sweep_overlap", lambda *a: calls.append(1) or real(*a))
-    monkeypatch.setattr(_kernels, "numba_loaded", lambda: False)
-    monkeypatch.setattr(overlap, "numba_loaded", lambda: False)
-    assert overlap.find_overlap(starts, ends, sizes, offsets) is None and calls == [1]
+    real = address_overlap._sweep_overlap
+    monkeypatch.setattr(address_overlap, "_sweep_overlap", lambda *a: calls.append(1) or real(*a))
+    find = address_overlap.find_overlap
+    assert find(starts, ends, sizes, offsets, engine="numpy") is None and calls == [1]
     offsets[7] = offsets[8] + 4
-    assert overlap.find_overlap(starts, ends, sizes, offsets) is not None and calls == [1, 1]
-    monkeypatch.setattr(overlap, "SWEEP_WORK", n * n - 1)  # too much work: the kernel checks it
-    assert overlap.find_overlap(starts, ends, sizes, offsets) is not None and calls == [1, 1]
+    assert find(starts, ends, sizes, offsets, engine="numpy") is not None and calls == [1, 1]
+    monkeypatch.setattr(address_overlap, "SWEEP_WORK", n * n - 1)  # too much work: the kernel checks it
+    assert find(starts, ends, sizes, offsets, engine="numpy") is not None and calls == [1, 1]
 
 
-def test_a_first_small_check_sweeps_instead_of_loading_the_kernel(monkeypatch):
-    """With numba loaded but not the overlap kernel, a first check of a small plan is the sweep's."""
-    from dsa import overlap
+def test_the_engine_of_a_check_follows_the_size_alone(monkeypatch):
+    """engine="auto" sweeps plans of fewer than SMALL_M rows and gives larger ones to the kernel, every
+    time (whatever the process did before); an explicit engine overrides it."""
+    from dsa import _kernels, address_overlap
 
+    monkeypatch.setattr(_kernels, "FORCE", None)
     starts, ends, sizes = np.array([0, 1, 2]), np.array([2, 3, 4]), np.array([8, 8, 8])
     calls = []
-    real = overlap._sweep_overlap
-    monkeypatch.setattr(overlap, "_sweep_overlap", lambda *a: calls.append(1) or real(*a))
-    monkeypatch.setattr(overlap, "numba_loaded", lambda: True)
-    monkeypatch.setattr(overlap, "use_numpy", lambda kernel, n, limit: kernel == "overlap_check" and n < limit)
-    assert overlap.find_overlap(starts, ends, sizes, np.array([0, 8, 0])) is None
-    assert overlap.find_overlap(starts, ends, sizes, np.array([0, 4, 0])) == (0, 1)
-    assert calls == [1, 1]
-    monkeypatch.setattr(overlap, "use_numpy", lambda kernel, n, limit: False)  # later calls: the kernel
-    assert set(overlap.find_overlap(starts, ends, sizes, np.array([0, 4, 0]))) == {0, 1} and calls == [1, 1]
+    real = address_overlap._sweep_overlap
+    monkeypatch.setattr(address_overlap, "_sweep_overlap", lambda *a: calls.append(1) or real(*a))
+    find = address_overlap.find_overlap
+    for _ in range(3):
+        assert find(starts, ends, sizes, np.array([0, 8, 0])) is None
+    assert find(starts, ends, sizes, np.array([0, 4, 0])) == (0, 1)
+    assert calls == [1] * 4
+    assert set(find(starts, ends, sizes, np.array([0, 4, 0]), engine="kernel")) == {0, 1} and calls == [1] * 4
+    monkeypatch.setattr(address_overlap, "SMALL_M", 2)  # 3 rows: above the limit
+    assert set(find(starts, ends, sizes, np.array([0, 4, 0]))) == {0, 1} and calls == [1] * 4
+    with pytest.raises(ValueError, match="unknown engine 'gpu'"):
+        find(starts, ends, sizes, np.array([0, 4, 0]), engine="gpu")

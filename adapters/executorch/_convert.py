@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 __all__ = ["SpecTable", "convert", "spec_labels"]
 
 
-def _require_executorch():
+def require_executorch():
+    """ExecuTorch's ``exir.memory_planning`` module; ImportError naming the extra when it is missing."""
     try:
         import executorch.exir.memory_planning as memory_planning
     except ImportError as exc:  # pragma: no cover - exercised only without executorch
@@ -63,7 +64,7 @@ def spec_labels(graph_module) -> dict[int, str]:
     names it instead. Nodes with several outputs label them ``name[i]``; a spec that only the graph's
     output node holds is labelled ``output[i] (output)``.
     """
-    mp = _require_executorch()
+    mp = require_executorch()
     labels: dict[int, str] = {}
     weak: set[int] = set()
     for node in graph_module.graph.nodes:

@@ -5,7 +5,7 @@ import copy
 import os
 import time
 
-from ._convert import _require_executorch, convert, plan
+from ._convert import require_executorch, convert, plan
 
 __all__ = ["DsaMemoryPlanner", "memory_planning_algo", "memory_planning_member", "lower", "trace", "compare"]
 
@@ -54,7 +54,7 @@ class DsaMemoryPlanner:
         result = plan(table, self.strategy, **self.solve_options)
         self.history.append((table, result))
         if self.member:
-            mp = _require_executorch()
+            mp = require_executorch()
             spec_dict = {
                 s: mp.SpecAllocResult(mem_id=result.mem_ids[i], mem_obj_id=result.mem_obj_ids[i],
                                       mem_offset=result.offsets[i])
@@ -134,7 +134,7 @@ def memory_planning_member(strategy="best", **solve_options) -> DsaMemoryPlanner
 
 def _load_program(program):
     """An ExportedProgram or a copy of an EdgeProgramManager, from either or from a ``.pt2`` path."""
-    _require_executorch()
+    require_executorch()
     import torch
     from executorch.exir import EdgeProgramManager, to_edge
 
@@ -180,7 +180,7 @@ def lower(program, strategy="best", *, method=None, config=None, alloc_graph_inp
         Its ``buffer`` is the ``.pte`` program; ``executorch_program.execution_plan[k]
         .non_const_buffer_sizes`` the arenas.
     """
-    _require_executorch()
+    require_executorch()
     from executorch.exir import ExecutorchBackendConfig
     from executorch.exir.passes import MemoryPlanningPass
 
@@ -278,12 +278,12 @@ def trace(program, *, method="forward", mem_id=1, config=None, alloc_graph_input
 
 
 def _greedy():
-    mp = _require_executorch()
+    mp = require_executorch()
     return mp.greedy
 
 
 def _record(program, members, method, config, alloc_graph_input, alloc_graph_output, alloc_mutable_buffers):
-    _require_executorch()
+    require_executorch()
     from executorch.exir import ExecutorchBackendConfig
     from executorch.exir.passes import MemoryPlanningPass
 
@@ -336,7 +336,7 @@ def compare(program, strategies=("best", "exact"), *, method="forward", time_lim
     for s in strategies:
         if isinstance(s, str):
             resolve_name(s)  # an unknown name raises ValueError listing the valid ones, before lowering
-    mp = _require_executorch()
+    mp = require_executorch()
     members = [("executorch greedy", mp.greedy), ("executorch naive", mp.naive)]
     for s in strategies:
         members.append((f"dsa {s}", memory_planning_member(s, time_limit=time_limit)))

@@ -126,11 +126,31 @@ class Trace:
         return np.searchsorted(self.starts, self._closed_ends(), side="left").astype(np.int64)
 
 
-def _call_profiled(fn, args, kwargs, *, op_stacks: bool = True):
-    """Run ``fn(*args, **kwargs)`` with profiling on this thread; return (output, Trace).
+def call_profiled(fn, args, kwargs, *, op_stacks: bool = True):
+    """Run ``fn(*args, **kwargs)`` with profiling on this thread; return its output and trace.
 
-    Without ``op_stacks`` no RecordFunction callback is added (ops keep torch's fast dispatch path
-    and their code pages stay untouched) and every stack is empty.
+    Parameters
+    ----------
+    fn : callable
+        Called once, eagerly, with the default allocator.
+    args : tuple
+        Its positional arguments.
+    kwargs : dict
+        Its keyword arguments.
+    op_stacks : bool
+        Record the stack of ATen ops in flight at each allocation. Without it no RecordFunction
+        callback is added (ops keep torch's fast dispatch path and their code pages stay untouched)
+        and every stack is empty.
+
+    Returns
+    -------
+    tuple
+        ``(output, Trace)``.
+
+    Raises
+    ------
+    RuntimeError
+        If a dsa session (a profile or a replay) is already open on this thread.
     """
     lib = _native.lib()
     handle = lib.dsa_profile_begin(1 if op_stacks else 0)
@@ -145,6 +165,9 @@ def _call_profiled(fn, args, kwargs, *, op_stacks: bool = True):
     trace = Trace(raw["size"], raw["start"], raw["end"], raw["thread"],
                   tuple(_native.op_stacks(raw["node"])), raw["clock"])
     return output, trace
+
+
+_call_profiled = call_profiled  # the former name (tests/test_torch_trace.py imports it)
 
 
 def profile(model, *inputs, **kwargs) -> Trace:
@@ -178,4 +201,4 @@ def profile(model, *inputs, **kwargs) -> Trace:
     >>> len(trace) >= 2, bool(trace.escapes[-1])
     (True, True)
     """
-    return _call_profiled(model, inputs, kwargs)[1]
+    return call_profiled(model, inputs, kwargs)[1]

@@ -17,27 +17,32 @@ specialisation of its own, as with ``njit``. Nothing is compiled at import: a ke
 never compiled. Argument specs: ``i8``, ``i4``, ``f8``, ``b1`` (scalars); with ``[]`` a C-contiguous
 1-D array of that type, ``[,]`` a 2-D one, and a trailing ``r`` marks it read-only (the kernel does
 not write it; writable arrays are accepted too).
+
+Callers that have a numpy stand-in for a kernel (the greedy placement, the address-overlap check)
+choose between them by :func:`use_numpy`: an ``engine=`` option (``"auto"``, ``"numpy"``,
+``"kernel"``), and for ``"auto"`` a rule on the problem's size (overridden for the whole process by
+the environment variable ``DSA_ENGINE``), never by what the process ran before.
 """
 from __future__ import annotations
 
+import os
 import time
 
-import sys
-
-__all__ = ["jit_seconds", "numba_loaded", "use_numpy", "kernels_loaded"]
+__all__ = ["jit_seconds", "numba_loaded", "use_numpy", "kernels_loaded", "load_numba", "ENGINES"]
 
 _state = {"seconds": 0.0, "numba": None}
-_numpy_calls: dict[str, int] = {}
 
-# numpy stand-ins are used for the first calls of a process only: after this many, loading the
-# kernel (a one-off ~0.1-0.5 s) is cheaper than the stand-in's O(n^2) work on every call
-NUMPY_CALLS = 16
-# tests set this to "numpy" or "kernel" (or "sweep", for dsa.overlap) to exercise one path whatever
-# the state of the process
-FORCE: str | None = None
+# engine= values of the callers that have a numpy stand-in for their kernel (see use_numpy)
+ENGINES = ("auto", "numpy", "kernel")
+# the override of engine="auto" for the whole process: "numpy" (or "sweep", dsa.address_overlap's
+# name for its stand-in) or "kernel"; None: the size rule. Set from the environment variable
+# DSA_ENGINE at import; tests and dsa.warmup set it to exercise one path.
+FORCE: str | None = os.environ.get("DSA_ENGINE") or None
 
 
-def _load_numba():
+def load_numba():
+    """Import numba once, timing it (and every compile or cache load after it) in :func:`jit_seconds`;
+    return the module."""
     numba = _state["numba"]
     if numba is None:
         t0 = time.perf_counter()
@@ -72,22 +77,30 @@ def numba_loaded() -> bool:
     return _state["numba"] is not None
 
 
-def use_numpy(kernel: str, n: int, limit: int) -> bool:
-    """Whether a caller should run its numpy stand-in instead of the kernel module ``kernel``.
+def use_numpy(n: int, limit: int, engine: str = "auto") -> bool:
+    """Whether a caller runs its numpy stand-in rather than its kernel: an explicit rule, never
+    the history of the process.
 
-    True while the kernel module is not loaded in this process, the input is small (``n < limit``)
-    and fewer than ``NUMPY_CALLS`` calls have taken the stand-in; every True is counted. Both paths
-    must give the same answer: this only decides what a first plan in a fresh process costs.
+    ``engine="numpy"`` or ``"kernel"`` decides. ``"auto"`` follows :data:`FORCE` when it is set
+    (``"numpy"`` and ``"sweep"`` mean the stand-in), else the size rule: the stand-in below
+    ``limit`` rows (``n < limit``), where it costs about as much as calling the kernel and a plan
+    then needs no numba at all (no import, no kernel load: about 0.5 s in a fresh process), the
+    kernel from ``limit`` on. Both paths give the same answer (tested).
+
+    Raises
+    ------
+    ValueError
+        If ``engine`` (or :data:`FORCE`) is not a known engine.
     """
-    if FORCE is not None:
-        return FORCE == "numpy"
-    if n >= limit or f"dsa._kernels.{kernel}" in sys.modules:
-        return False
-    calls = _numpy_calls.get(kernel, 0)
-    if calls >= NUMPY_CALLS:
-        return False
-    _numpy_calls[kernel] = calls + 1
-    return True
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; valid engines: {', '.join(ENGINES)}")
+    if engine == "auto" and FORCE is not None:
+        if FORCE not in ("numpy", "sweep", "kernel"):
+            raise ValueError(f"unknown engine {FORCE!r} in DSA_ENGINE; valid engines: numpy, kernel")
+        engine = "kernel" if FORCE == "kernel" else "numpy"
+    if engine == "auto":
+        return n < limit
+    return engine == "numpy"
 
 
 def _cache_probe():
@@ -205,7 +218,7 @@ def _make_kernel_class():
 def _kernel(*arg_specs, cache: bool = True, **options):
     """Decorator: a numba kernel compiled for the declared argument types (see the module docstring)."""
     global _kernel_class
-    numba = _load_numba()
+    numba = load_numba()
     if _kernel_class is None:
         try:
             _kernel_class = _make_kernel_class()
@@ -236,7 +249,7 @@ def kernels_loaded() -> dict:
 
 def __getattr__(name: str):
     if name == "njit":
-        return _load_numba().njit
+        return load_numba().njit
     if name == "kernel":
         return _kernel
     raise AttributeError(f"module 'dsa._kernels' has no attribute {name!r}")

@@ -14,6 +14,7 @@ Functions on arrays and scalars only.
 import numpy as np
 from dsa._kernels import kernel
 
+from dsa._kernels.heap import heap_pop, heap_push
 from dsa._kernels.sorting import argsort_stable, search_left
 
 
@@ -83,43 +84,6 @@ def _new_box(members, count, starts, ends, box_of, slot, bs, be, bn, nb):
     be[nb] = hi
     bn[nb] = count
     return nb + 1
-
-
-@kernel("i8[]", "i8", "i8")
-def _heap_push(heap, size, key):
-    heap[size] = key
-    i = size
-    while i > 0:
-        p = (i - 1) >> 1
-        if heap[p] <= heap[i]:
-            break
-        t = heap[p]
-        heap[p] = heap[i]
-        heap[i] = t
-        i = p
-    return size + 1
-
-
-@kernel("i8[]", "i8")
-def _heap_pop(heap, size):
-    top = heap[0]
-    size -= 1
-    heap[0] = heap[size]
-    i = 0
-    while True:
-        left = 2 * i + 1
-        if left >= size:
-            break
-        c = left
-        if left + 1 < size and heap[left + 1] < heap[left]:
-            c = left + 1
-        if heap[i] <= heap[c]:
-            break
-        t = heap[c]
-        heap[c] = heap[i]
-        heap[i] = t
-        i = c
-    return top, size
 
 
 @kernel("i8[]r", "i8[]r", "i8", "i8", "i8", "f8[]r")
@@ -229,21 +193,23 @@ def box_class(starts, ends, H, outer, inner, prio):
         row = np.empty(u, dtype=np.int64)
         busy = np.empty(u, dtype=np.int64)   # heap of (end << 32 | row): rows in use
         free = np.empty(u, dtype=np.int64)   # heap of rows released
+        unused = np.zeros(u, dtype=np.int64)  # (the heaps' values: the keys are distinct)
         nbusy = 0
         nfree = 0
         nrows = 0
         for k in range(u):
             r = un[k]
             while nbusy > 0 and (busy[0] >> 32) <= starts[r]:
-                top, nbusy = _heap_pop(busy, nbusy)
-                nfree = _heap_push(free, nfree, top & 0xFFFFFFFF)
+                nbusy = heap_pop(busy, unused, nbusy)
+                nfree = heap_push(free, unused, nfree, busy[nbusy] & 0xFFFFFFFF, 0)
             if nfree > 0:
-                x, nfree = _heap_pop(free, nfree)
+                nfree = heap_pop(free, unused, nfree)
+                x = free[nfree]
             else:
                 x = nrows
                 nrows += 1
             row[k] = x
-            nbusy = _heap_push(busy, nbusy, (ends[r] << 32) | x)
+            nbusy = heap_push(busy, unused, nbusy, (ends[r] << 32) | x, 0)
         # bundle rows [0, H), [H, 2H), ...; a bundle makes one box per stretch where it is busy
         grp = row // H
         perm = argsort_stable(grp)       # stable: by start within a bundle

@@ -193,7 +193,7 @@ def new_state(rank, n_sections, n_adj, rerank):
     return tuple(st)
 
 
-@njit(cache=True, nogil=True)  # nogil: probes run in threads side by side (dsa.strategies._search)
+@njit(cache=True, nogil=True)  # nogil: probes run in threads side by side (dsa.strategies._canonical_search)
 def canonical_search(sz, al, fx, slo, shi, adj_ptr, adj, sec_ptr, sec_buf, cap,
                      node_limit, out, keys, tpos, twin, rerank, state, stop):
     """Decide whether the buffers fit in ``cap``, exploring at most ``node_limit`` more nodes.

@@ -18,60 +18,10 @@ so a job covers the sections ``first[j] .. last[j]`` (inclusive) and a window is
 import numpy as np
 from dsa._kernels import kernel, njit
 
+from dsa._kernels.heap import heap_pop, heap_push
 from dsa._kernels.sorting import argsort_stable
 
 _BIG32 = np.int32(2**31 - 1)
-
-
-# ---------------------------------------------------------------------------------------------
-# binary min-heap of triples, keyed by (offset, first section of the window)
-
-@kernel("i8[]r", "i8[]r", "i8", "i8")
-def _less(hw, ha, i, j):
-    return hw[i] < hw[j] or (hw[i] == hw[j] and ha[i] < ha[j])
-
-
-@kernel("i8[]", "i8[]", "i8[]", "i8", "i8")
-def _swap(hw, ha, hb, i, j):
-    hw[i], hw[j] = hw[j], hw[i]
-    ha[i], ha[j] = ha[j], ha[i]
-    hb[i], hb[j] = hb[j], hb[i]
-
-
-@kernel("i8[]", "i8[]", "i8[]", "i8", "i8", "i8", "i8")
-def _push(hw, ha, hb, size, w, a, b):
-    i = size
-    hw[i] = w
-    ha[i] = a
-    hb[i] = b
-    while i > 0:
-        p = (i - 1) >> 1
-        if _less(hw, ha, i, p):
-            _swap(hw, ha, hb, i, p)
-            i = p
-        else:
-            break
-    return size + 1
-
-
-@kernel("i8[]", "i8[]", "i8[]", "i8")
-def _pop(hw, ha, hb, size):
-    """Move the minimum to slot ``size - 1`` and restore the heap on the first ``size - 1`` slots."""
-    last = size - 1
-    _swap(hw, ha, hb, 0, last)
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= last:
-            break
-        if c + 1 < last and _less(hw, ha, c + 1, c):
-            c += 1
-        if _less(hw, ha, c, i):
-            _swap(hw, ha, hb, i, c)
-            i = c
-        else:
-            break
-    return last
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,17 +231,17 @@ def skyline(first, last, sizes, aligns, rank, n_sections):
     left = np.arange(n_sections + 1, dtype=np.int64)
     # right[k] == k while section k is open; index n_sections is the sentinel
     right = np.arange(n_sections + 1, dtype=np.int64)
+    # min-heap of open triples keyed by (offset, first section of the window): (w, a << 32 | b)
     cap = 3 * m + 4
     hw = np.empty(cap, dtype=np.int64)
-    ha = np.empty(cap, dtype=np.int64)
-    hb = np.empty(cap, dtype=np.int64)
-    hs = _push(hw, ha, hb, 0, 0, 0, n_sections - 1)
+    hab = np.empty(cap, dtype=np.int64)
+    hs = heap_push(hw, hab, 0, 0, n_sections - 1)
     placed = 0
     while hs > 0 and placed < m:
-        hs = _pop(hw, ha, hb, hs)
+        hs = heap_pop(hw, hab, hs)
         w = hw[hs]
-        a = ha[hs]
-        b = hb[hs]
+        a = hab[hs] >> 32
+        b = hab[hs] & 0xFFFFFFFF
         lo = _find(left, a)              # (nearest open section left of a) + 1
         hi = _find(right, b + 1) - 1     # nearest open section right of b, minus one
         r = _query(leaf_first, key, seg, lo, hi)
@@ -309,11 +259,11 @@ def skyline(first, last, sizes, aligns, rank, n_sections):
         placed += 1
         c = first[j] if first[j] > a else a
         d = last[j] if last[j] < b else b
-        hs = _push(hw, ha, hb, hs, off + sizes[j], c, d)
+        hs = heap_push(hw, hab, hs, off + sizes[j], (np.int64(c) << 32) | np.int64(d))
         if a < first[j]:
-            hs = _push(hw, ha, hb, hs, w, a, first[j] - 1)
+            hs = heap_push(hw, hab, hs, w, (a << 32) | (np.int64(first[j]) - 1))
         if last[j] < b:
-            hs = _push(hw, ha, hb, hs, w, last[j] + 1, b)
+            hs = heap_push(hw, hab, hs, w, ((np.int64(last[j]) + 1) << 32) | b)
     return alpha, sel[:placed]
 
 

@@ -1,15 +1,16 @@
 """Greedy placement kernel: place rows in a given order at the best-fit or first-fit gap among the
 already-placed rows whose lifetimes intersect theirs.
 
-The time-overlap graph comes as CSR adjacency (:func:`dsa._kernels.sweep.overlap_csr`, built once per
-problem), so placing a row costs O(k log k) for its k placed neighbours: O(n log n + sum k log k) overall.
+The time-overlap graph comes as CSR adjacency (:func:`dsa._kernels.time_overlap.overlap_csr`, built
+once per problem), so placing a row costs O(k log k) for its k placed neighbours: O(n log n + sum k log k)
+overall.
 """
 import numpy as np
 from dsa._kernels import kernel
 
 from dsa._kernels.sorting import sort_pairs
 
-from dsa._kernels.sweep import overlap_csr  # noqa: F401  (re-exported: older imports name it here)
+from dsa._kernels.time_overlap import overlap_csr  # noqa: F401  (re-exported: older imports name it here)
 
 
 # sort the first k (lo, hi) pairs by lo (mincost_flow's kernels import it under this name); a loop of

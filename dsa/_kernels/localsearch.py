@@ -18,7 +18,7 @@ busy period; the driver cuts larger problems into windows.
 
 The search (:func:`search_chunk`) is a late-acceptance hill climbing (Burke & Bykov 2017) over the
 order, with squeaky-wheel moves (Joslin & Clements 1999): a row whose top sits at or near the peak is
-moved to an earlier position, so the decoder sees it sooner. See :mod:`dsa.strategies._improve`.
+moved to an earlier position, so the decoder sees it sooner. See :mod:`dsa.strategies._local_search`.
 
 All functions take numpy arrays and scalars only. Random numbers come from a xorshift64* generator
 whose state is one ``uint64`` in a length-1 array, so a search can be cut into chunks and resumed.

@@ -10,11 +10,12 @@ The assignment is a rectangular assignment problem with ``m`` rows and ``2 m`` c
 new object" (adjacent to row ``j`` only). It is solved by successive shortest augmenting paths with
 Dijkstra on reduced costs (Hungarian potentials), one row at a time, as in Crouse, "On implementing
 2D rectangular assignment algorithms", IEEE TAES 52(4), 2016, but over sparse adjacency with a binary
-heap instead of a dense scan.
+heap (:mod:`dsa._kernels.heap`) instead of a dense scan.
 """
 import numpy as np
 from dsa._kernels import kernel, njit
 from dsa._kernels.greedy import _choose, _sort_by_lo
+from dsa._kernels.heap import heap_pop, heap_push
 
 _INF = np.iinfo(np.int64).max
 
@@ -96,47 +97,6 @@ def candidate_edges(by_end, avail, sizes, aligns, k, window):
     return indptr, cols, costs
 
 
-@kernel("i8[]", "i8[]", "i8", "i8", "i8")
-def _heap_push(hkey, hval, n, key, val):
-    t = n
-    hkey[t] = key
-    hval[t] = val
-    while t > 0:
-        par = (t - 1) >> 1
-        if hkey[par] < key or (hkey[par] == key and hval[par] < val):
-            break
-        hkey[t] = hkey[par]
-        hval[t] = hval[par]
-        t = par
-    hkey[t] = key
-    hval[t] = val
-    return n + 1
-
-
-@kernel("i8[]", "i8[]", "i8")
-def _heap_pop(hkey, hval, n):
-    """Remove the root; return the new size (the root must be read before)."""
-    n -= 1
-    key = hkey[n]
-    val = hval[n]
-    t = 0
-    while True:
-        c = 2 * t + 1
-        if c >= n:
-            break
-        if c + 1 < n and (hkey[c + 1] < hkey[c] or (hkey[c + 1] == hkey[c] and hval[c + 1] < hval[c])):
-            c += 1
-        if key < hkey[c] or (key == hkey[c] and val < hval[c]):
-            break
-        hkey[t] = hkey[c]
-        hval[t] = hval[c]
-        t = c
-    if n > 0:
-        hkey[t] = key
-        hval[t] = val
-    return n
-
-
 @njit(cache=True)
 def assign(indptr, cols, costs, new_costs):
     """Min-cost assignment: each row gets its new-object column or one candidate predecessor column.
@@ -194,12 +154,12 @@ def assign(indptr, cols, costs, new_costs):
                         nt += 1
                     dist[c] = r
                     path[c] = i
-                    hn = _heap_push(hkey, hval, hn, r, c)
+                    hn = heap_push(hkey, hval, hn, r, c)
             # settle the closest unsettled column (lazy deletion of stale heap entries)
             while True:
                 d = hkey[0]
                 c = hval[0]
-                hn = _heap_pop(hkey, hval, hn)
+                hn = heap_pop(hkey, hval, hn)
                 if not in_sc[c] and d == dist[c]:
                     break
             minval = d

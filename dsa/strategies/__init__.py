@@ -12,7 +12,8 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["available_strategies", "get_strategy", "resolve_name", "strategy_info", "StrategyInfo"]
+__all__ = ["available_strategies", "get_strategy", "resolve_name", "strategy_info", "StrategyInfo",
+           "call", "strategy_options"]
 
 KINDS = ("baseline", "heuristic", "approximation", "portfolio", "exact")
 
@@ -39,7 +40,12 @@ class StrategyInfo:
     max_n : int or None
         The largest number of buffers it is meant for within its default budget (None: any).
     summary : str
-        One line for listings.
+        One line for listings: what it does, without the citation.
+    paper : str
+        The paper it follows, short (``"Pisarchyk & Lee 2020"``; empty: none). Its page gives the
+        full reference.
+    complexity : str
+        Its running time, for the tables of the docs (E: lifetime-overlapping pairs).
     """
 
     name: str
@@ -50,6 +56,8 @@ class StrategyInfo:
     time_limit: bool = False
     max_n: int | None = None
     summary: str = ""
+    paper: str = ""
+    complexity: str = ""
 
     @property
     def available(self) -> bool:
@@ -62,19 +70,28 @@ def _entry(name, kind, summary, **kw) -> tuple[str, StrategyInfo]:
 
 
 _REGISTRY: dict[str, StrategyInfo] = dict([
-    _entry("best", "portfolio", "all constructive strategies, then canonical and local search in the time limit",
-           time_limit=True),
-    _entry("buchsbaum", "heuristic", "Buchsbaum et al. 2004 boxing, random restarts, compaction, greedy fallback"),
-    _entry("bump", "baseline", "bump pointer reset when nothing is alive"),
-    _entry("exact", "exact", "MiniMalloc-style complete canonical search (Moffitt 2023), anytime, proves optima",
-           time_limit=True, max_n=500),
-    _entry("gergov", "approximation", "Gergov 1999: skyline placement, conflict colouring, compaction"),
-    _entry("greedy", "heuristic", "any ordering x best or first fit"),
-    _entry("greedy_by_breadth", "heuristic", "Pisarchyk & Lee 2020, breadth order"),
-    _entry("greedy_by_size", "heuristic", "Pisarchyk & Lee 2020, size order, lowest fit"),
-    _entry("mincost_flow", "heuristic", "Lee et al. 2019, shared objects by min-cost flow, then laid out"),
-    _entry("mip", "exact", "Sekiyama et al. 2018 big-M MIP from a heuristic start (HiGHS, CBC or Gurobi)",
-           requires=("scipy",), extra="mip", time_limit=True, max_n=60),
+    # one entry per strategy; the strategy tables of README.md and docs/ are generated from these
+    # (make docs-tables; see "Adding a strategy" in docs/strategies/index.md)
+    _entry("best", "portfolio", "every constructive strategy (stops at LOAD), then canonical and local search "
+           "within the time limit", time_limit=True, complexity="15 runs + the search"),
+    _entry("buchsbaum", "heuristic", "boxing by size class around random critical times, unboxing, compaction; "
+           "random restarts, greedy fallback", paper="Buchsbaum et al. 2004", complexity="O(n log n) per start"),
+    _entry("bump", "baseline", "bump pointer, reset when nothing is alive", complexity="O(n log n)"),
+    _entry("exact", "exact", "complete canonical search: minimises the peak, or decides whether a plan fits the "
+           "capacity; anytime", paper="Moffitt 2023, MiniMalloc", time_limit=True, max_n=500,
+           complexity="exponential in the worst case"),
+    _entry("gergov", "approximation", "skyline placement, conflict colouring, compaction", paper="Gergov 1999",
+           complexity="O(n log² n + E) per order"),
+    _entry("greedy", "heuristic", "any ordering x best or first fit", complexity="O(n log n + E + Σ k log k)"),
+    _entry("greedy_by_breadth", "heuristic", "sections by breadth, then size; best fit", paper="Pisarchyk & Lee 2020",
+           complexity="as greedy"),
+    _entry("greedy_by_size", "heuristic", "size order, lowest fitting gap", paper="Pisarchyk & Lee 2020",
+           complexity="as greedy"),
+    _entry("mincost_flow", "heuristic", "buffers share objects by a min-cost flow; objects laid out, compacted",
+           paper="Lee et al. 2019", complexity="O(n K log n)"),
+    _entry("mip", "exact", "big-M MIP from a heuristic start (HiGHS, CBC or Gurobi); proves bounds",
+           paper="Sekiyama et al. 2018", requires=("scipy",), extra="mip", time_limit=True, max_n=60,
+           complexity="one binary per overlapping pair"),
 ])
 
 _ALIASES: dict[str, str] = {
@@ -139,3 +156,7 @@ def get_strategy(name: str) -> Callable:
         raise ImportError(f"strategy {info.name!r} needs {', '.join(missing)}: "
                           f"pip install 'dsa-planner[{info.extra}]'")
     return importlib.import_module(info.module).solve
+
+
+# the one door into a strategy (defined in a module of its own; it needs get_strategy above)
+from dsa.strategies._call import call, strategy_options  # noqa: E402

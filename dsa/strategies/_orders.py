@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from dsa.budget import check_seed
+from dsa.sweep import sections
 
 __all__ = ["ORDERINGS", "order_rows"]
 
@@ -66,10 +67,7 @@ def by_breadth(p):
     n = len(p)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    times = np.sort(np.concatenate([p.starts, p.ends]))
-    times = times[np.r_[True, times[1:] != times[:-1]]]  # distinct; faster than np.unique here
-    first = np.searchsorted(times, p.starts)
-    last = np.searchsorted(times, p.ends) - 1          # sections first..last inclusive
+    times, first, last = sections(p.starts, p.ends)  # sections first..last inclusive
     sizes = p.sizes.astype(np.float64)
     delta = (np.bincount(first, weights=sizes, minlength=len(times))
              - np.bincount(last + 1, weights=sizes, minlength=len(times)))

@@ -31,10 +31,11 @@ import numpy as np
 
 from dsa.bounds import lower_bound
 from dsa.budget import Budget, check_seed, max_threads
-from dsa.solution import Solution, Status, make_solution, plan_peak
+from dsa.context import Context
+from dsa.solution import Solution, make_solution, plan_peak
+from dsa.strategies._call import call
 from dsa.strategies._orders import ORDERINGS, order_rows
 from dsa.strategies.greedy import FITS, greedy_offsets
-from dsa.sweep import Sweep
 
 __all__ = ["solve", "portfolio_head", "MEMBERS", "STRATEGY_MEMBERS"]
 
@@ -133,20 +134,11 @@ def _parse_members(members):
     return out
 
 
-def _run_member(problem, member, sweep, seed):
-    """Offsets of one strategy member (None when it gave no plan)."""
-    from dsa.solver import _accepted
-    from dsa.strategies import get_strategy
-
+def _member_offsets(problem, member, context, seed):
+    """Offsets of one strategy member, run through :func:`dsa.strategies.call` with the portfolio's
+    context (its sweep; no time limit) and ``seed``; None when it gave no plan."""
     member, kw = member if isinstance(member, tuple) else (member, {})
-    fn = get_strategy(member) if isinstance(member, str) else member
-    names, var_kw = _accepted(fn)
-    kw = dict(kw)
-    if "sweep" in names or var_kw:
-        kw["sweep"] = sweep
-    if seed is not None and ("seed" in names or var_kw):
-        kw["seed"] = seed
-    raw = fn(problem, **kw)
+    raw = call(member, problem, context.derive(time_limit=None, node_limit=None, seed=seed), **kw)
     offsets = raw.offsets if isinstance(raw, Solution) else raw
     return None if offsets is None else np.asarray(offsets, dtype=np.int64)
 
@@ -156,7 +148,7 @@ def _is_greedy(member) -> bool:
 
 
 def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_max_n=None,
-               engine="auto"):
+               engine="auto", context=None):
     """Phase 1: run the members in order, keep the lowest peak; stop at ``bound``, or when the budget
     is spent once a plan exists (``cut`` in the result says so). ``engine`` is the greedy members'
     (see :func:`dsa.strategies.greedy.greedy_offsets`).
@@ -216,7 +208,9 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
             if members_max_n is not None and (len(problem) > members_max_n or sweep.dense):
                 continue  # large or densely overlapping: the default strategy members cost too much
             label = _member_label(current)
-            offsets = _run_member(problem, current, sweep, seed)
+            if context is None:
+                context = Context(problem, sweep=sweep)
+            offsets = _member_offsets(problem, current, context, seed)
             if offsets is None or offsets.shape != (len(problem),):
                 state["peaks"][label] = None
                 continue
@@ -230,33 +224,33 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
 def _improve(problem, offsets, bound, budget, seed):
     """Phase 2: search for a lower plan until the budget, the bound or a proof ends it.
 
-    1. A MiniMalloc-style search over canonical plans (:mod:`dsa.strategies._search`; Moffitt,
+    1. A MiniMalloc-style search over canonical plans (:mod:`dsa.strategies._canonical_search`; Moffitt,
        ASPLOS 2023) probes capacities below the incumbent's peak with node-limited searches whose
        budgets grow round by round; a probe it completes without a plan proves a lower bound. It
-       works on busy periods of up to ``_search.MAX_BUFFERS`` buffers and stops early when the peak
+       works on busy periods of up to ``_canonical_search.MAX_BUFFERS`` buffers and stops early when the peak
        is set by a larger one.
-    2. With time left, a local search over greedy orders (:mod:`dsa.strategies._improve`: squeaky
+    2. With time left, a local search over greedy orders (:mod:`dsa.strategies._local_search`: squeaky
        wheel moves under late acceptance; around the peak, a time window at a time, on large
        problems) takes over.
 
     Returns ``(offsets, proven_bound, stats)``.
     """
-    from dsa.strategies import _improve as local
-    from dsa.strategies import _search
+    from dsa.strategies._canonical_search import lower_peak
+    from dsa.strategies._local_search import search_orders
 
-    out, info = _search.improve(problem, offsets, time_limit=budget.remaining(), seed=seed)
+    out, info = lower_peak(problem, offsets, time_limit=budget.remaining())
     proven = int(info["proven_lower_bound"])
     stats = {"nodes": info["nodes"], "search_probes": len(info["probes"]),
              "search_s": info["time"]}
     if plan_peak(problem, out) > max(bound, proven) and not budget.exhausted:
         t0 = time.perf_counter()
-        out, info = local.improve(problem, out, time_limit=budget.remaining(), seed=seed)
+        out, info = search_orders(problem, out, time_limit=budget.remaining(), seed=seed)
         stats.update(local_iterations=info["iterations"], local_s=time.perf_counter() - t0)
     return out, proven, stats
 
 
 def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, restarts: int = 0,
-          improve: bool = True, seed=None, sweep=None):
+          improve: bool = True, seed=None, sweep=None, context=None):
     """Plan with every member and keep the lowest peak; then improve it within ``time_limit``.
 
     Parameters
@@ -280,7 +274,11 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
         improvement phase ends before the time limit (bound reached, or its own stopping rule); a
         search cut by the clock depends on the machine's speed.
     sweep : dsa.sweep.Sweep, optional
-        The shared planning context (passed by :func:`dsa.solve`).
+        The shared time-axis facts (the context's sweep when ``context`` is given).
+    context : dsa.context.Context, optional
+        The planning context (passed by :func:`dsa.solve` through :func:`dsa.strategies.call`): its
+        sweep and lower bound are used, the portfolio's members get it, and the plan is offered to it
+        as the incumbent.
 
     Returns
     -------
@@ -290,30 +288,31 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
         the improvement phase saved), ``stats["nodes"]`` (of the canonical search),
         ``stats["search_probes"]``, ``stats["search_s"]``, and when the local search ran
         ``stats["local_iterations"]`` and ``stats["local_s"]`` describe phase 2. A capacity the search
-        proved infeasible raises ``lower_bound`` above LOAD. The status is ``LIMIT_REACHED`` when the
-        time limit cut the portfolio (``stats["portfolio_cut"]``) or the improvement phase short of the
-        lower bound.
+        proved infeasible raises ``lower_bound`` above LOAD. The result reports that a limit stopped it
+        (status ``LIMIT_REACHED`` once finalized) when the time limit cut the portfolio
+        (``stats["portfolio_cut"]``) or the improvement phase short of the lower bound.
     """
     if not isinstance(restarts, (int, np.integer)) or isinstance(restarts, bool) or restarts < 0:
         raise ValueError(f"restarts must be a non-negative int, got {restarts!r}")
     budget = Budget(time_limit)
     seed = 0 if seed is None else seed
-    sweep = sweep or Sweep(problem)
+    context = context if context is not None else Context(problem, sweep=sweep)
+    sweep = context.sweep
     if not sweep.dense:
         sweep.overlap  # a portfolio runs many greedy passes: build the graph (and use the kernels) once
-    bound = lower_bound(problem, sweep=sweep)
+    bound = context.lower_bound
     default_members = members is None
     members = _parse_members(members)
     t0 = time.perf_counter()
     phase1 = _portfolio(problem, members, sweep, bound, restarts, seed, budget,
-                        STRATEGY_MEMBERS_MAX_N if default_members else None)
+                        STRATEGY_MEMBERS_MAX_N if default_members else None, context=context)
     best, best_peak = phase1["best"], phase1["peak"]
     stats = {"member": phase1["winner"], "peaks": phase1["peaks"], "portfolio_peak": best_peak,
              "portfolio_s": time.perf_counter() - t0, "improved": 0}
-    status, proven, message = Status.FEASIBLE, 0, ""
+    limited, proven, message = False, 0, ""
     if phase1["cut"]:
         stats["portfolio_cut"] = True  # the time limit ended the portfolio before all members ran
-        status = Status.LIMIT_REACHED
+        limited = True
         message = (f"the time limit ({budget.time_limit:g} s) ended the portfolio at peak {best_peak} "
                    f"(lower bound {bound}; members run: {len(phase1['peaks'])})")
     if improve and best is not None and best_peak > bound and not budget.exhausted:
@@ -323,8 +322,16 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
             best, stats["improved"] = offsets, best_peak - peak
         stats.update(info)
         if budget.exhausted and plan_peak(problem, best) > max(bound, proven):
-            status = Status.LIMIT_REACHED
+            limited = True
             message = (f"the time limit ({budget.time_limit:g} s) ended the improvement phase at peak "
                        f"{plan_peak(problem, best)}, above the lower bound {max(bound, proven)}")
-    return make_solution(problem, best, strategy="best", status=status, stats=stats, lower_bound=proven,
-                         message=message)
+    elif improve and best is not None and best_peak > bound and not limited:
+        # the portfolio ran every member but used the whole time: the improvement phase never started
+        limited = True
+        message = (f"the time limit ({budget.time_limit:g} s) ended the search after the portfolio, at peak "
+                   f"{best_peak} (lower bound {bound}): the improvement phase did not run")
+    context.offer(best)
+    # facts only (the plan, what was proven, whether the time limit cut the work short): dsa.solve's
+    # finalize decides the status
+    return make_solution(problem, best, strategy="best", stats=stats, lower_bound=proven,
+                         limit_reached=limited, message=message)

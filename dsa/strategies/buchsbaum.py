@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dsa.budget import check_seed
-from dsa.solution import make_solution
+from dsa.solution import make_solution, plan_peak
 
 __all__ = ["solve", "boxes", "Box", "default_restarts"]
 
@@ -190,16 +190,17 @@ def _box_items(rows_s, rows_e, rows_h, rng, epsilon: float) -> _Boxing:
 
 def _compress_times(problem):
     """Starts and ends replaced by their ranks among all event times (order-preserving)."""
-    times = np.sort(np.concatenate([problem.starts, problem.ends]))
-    times = times[np.r_[True, times[1:] != times[:-1]]] if len(times) else times
-    return np.searchsorted(times, problem.starts), np.searchsorted(times, problem.ends), times
+    from dsa.sweep import sections
+
+    times, first, last = sections(problem.starts, problem.ends)
+    return first, last + 1, times
 
 
 def _pack_top(bx: _Boxing) -> np.ndarray:
     """Loose offsets of all items: best-fit greedy (largest first) on the top items, then unboxing."""
     from dsa._kernels.buchsbaum import unbox
     from dsa._kernels.greedy import place
-    from dsa._kernels.sweep import overlap_csr
+    from dsa._kernels.time_overlap import overlap_csr
 
     top = bx.top
     s, e, h = bx.s[top], bx.e[top], bx.h[top]
@@ -282,7 +283,7 @@ def _greedy_fallback(problem, sweep):
     best = None
     for fit in ("best", "first"):
         offsets = greedy_offsets(problem, order, fit, sweep=sweep)
-        peak = int((offsets + problem.sizes).max()) if len(problem) else 0
+        peak = plan_peak(problem, offsets)
         if best is None or peak < best[1]:
             best = (offsets, peak, f"greedy_by_size/{fit}")
     return best
@@ -344,7 +345,7 @@ def solve(problem, *, epsilon: float = 1.5, spread: float = 4.0, restarts: int |
     for k in range(int(restarts)):
         eps = epsilon if k == 0 else epsilon * float(spread ** rng.uniform(-1.0, 1.0))
         offsets, loose_peak, bx = _one_start(problem, rows, rs, re, rng, eps, sweep)
-        peak = int((offsets + problem.sizes).max()) if n else 0
+        peak = plan_peak(problem, offsets)
         if best is None or peak < best[1]:
             best = (offsets, peak, loose_peak, bx.n - bx.m, bx.levels, k, eps)
         if peak <= load or len(rows) == 0:

@@ -14,12 +14,12 @@ Minimisation (no capacity given). The proven lower bound ``lo`` starts at :func:
 (LOAD, strengthened by the rows' alignments, and the end of the highest fixed buffer). The greedy
 members of the portfolio of :mod:`dsa.strategies.best` run first (a millisecond or two; on most
 real traces one of them reaches ``lo``, which ends the call). Then a first look
-(:func:`dsa.strategies._search.first_look`) searches ``lo`` itself with every preorder, 100 nodes
-per buffer each and at most a tenth of the time left: a plan there is optimal and ends the call.
-Otherwise the incumbent comes from the whole portfolio (without its improvement phase), and
-:func:`dsa.strategies._search.improve` (the improvement phase of ``best`` too) runs rounds with a
-node budget that grows threefold from round to round, its searches of ``lo`` going on from where the
-first look left them:
+(:meth:`dsa.strategies._canonical_search.CanonicalSearch.first_look`) searches ``lo`` itself with
+every preorder, 100 nodes per buffer each and at most a tenth of the time left: a plan there is
+optimal and ends the call. Otherwise the incumbent comes from the whole portfolio (without its
+improvement phase), and :meth:`~dsa.strategies._canonical_search.CanonicalSearch.lower_peak` (the
+improvement phase of ``best`` too) runs rounds with a node budget that grows threefold from round to
+round, its searches of ``lo`` going on from where the first look left them:
 
 1. probe ``lo`` with every static preorder: a plan there is optimal; a completed search raises
    ``lo`` by one;
@@ -48,8 +48,9 @@ OPTIMAL when it meets the bound), or proves that none exists (status INFEASIBLE,
 Complexity: the portfolio costs a few greedy runs, O(n log n + E) each. A search node costs
 O(m + S + deg) for a busy period of ``m`` buffers and ``S`` sections; the number of nodes is
 exponential in the worst case (the problem is strongly NP-hard), so the search is bounded by
-``time_limit`` and ``node_limit``. Busy periods of more than ``dsa.strategies._search.MAX_BUFFERS``
-buffers are not searched; their portfolio offsets are kept and nothing is proven about them.
+``time_limit`` and ``node_limit``. Busy periods of more than
+``dsa.strategies._canonical_search.MAX_BUFFERS`` buffers are not searched; their portfolio offsets
+are kept and nothing is proven about them.
 """
 from __future__ import annotations
 
@@ -58,9 +59,10 @@ import time
 
 import numpy as np
 
-from dsa.bounds import lower_bound
 from dsa.budget import Budget
-from dsa.solution import Status, make_solution, plan_peak
+from dsa.context import Context
+from dsa.solution import finalize, make_solution, plan_peak
+from dsa.strategies._call import call
 
 __all__ = ["solve"]
 
@@ -98,7 +100,7 @@ class _Log:
 
 
 def solve(problem, *, time_limit: float | None = None, node_limit: int | None = None,
-          seed=None, verbose: bool = False, sweep=None):
+          seed=None, verbose: bool = False, sweep=None, context=None):
     """Minimise the peak (or decide ``problem.capacity``) by a complete canonical search.
 
     Parameters
@@ -115,14 +117,19 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     verbose : bool, default False
         Print progress lines (elapsed time, nodes, incumbent, bound, gap) on stderr.
     sweep : dsa.sweep.Sweep, optional
-        The shared planning context (passed by :func:`dsa.solve`).
+        The shared time-axis facts (the context's sweep when ``context`` is given).
+    context : dsa.context.Context, optional
+        The planning context (passed by :func:`dsa.solve` through :func:`dsa.strategies.call`): its
+        lower bound starts the search and the portfolio runs in it.
 
     Returns
     -------
     Solution
-        ``lower_bound`` is the bound the search proved (the peak itself when OPTIMAL, ``C + 1``
-        when a capacity ``C`` is proven infeasible). ``stats``: ``nodes``, ``gap`` (unproven part of
-        the peak), ``probes`` (the number of node-limited searches), ``proofs`` (capacities proven
+        The facts of the search, to which :func:`dsa.solution.finalize` gives a status:
+        ``lower_bound`` is the bound the search proved (the peak itself when it proved the plan
+        optimal, ``C + 1`` when a capacity ``C`` is proven infeasible), and the result says when the
+        time or node limit stopped the search (LIMIT_REACHED once finalized). ``stats``: ``nodes``,
+        ``probes`` (the number of node-limited searches), ``proofs`` (capacities proven
         infeasible, at most 20 listed), ``portfolio_peak`` (of the greedy members alone when they
         reached the bound or the first look planned there), ``first_look`` (whether its plan was
         kept), ``rounds``, ``threads`` and ``search_s``.
@@ -135,16 +142,17 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     >>> sol.peak, sol.lower_bound, sol.status.value
     (7, 7, 'optimal')
     """
-    from dsa.strategies import _search, best
+    from dsa.strategies import _canonical_search as canonical
+    from dsa.strategies import best
 
     t0 = time.perf_counter()
     budget = Budget(time_limit, node_limit)
     log = _Log(verbose, t0)
-    bound = lower_bound(problem, sweep=sweep)
-    prep = _search._Prepared(problem)
+    context = context if context is not None else Context(problem, sweep=sweep)
+    bound = context.lower_bound
+    search = canonical.CanonicalSearch(problem)  # busy periods; searches kept for resumption
     cap = problem.capacity
     lo = bound  # the searches start from the same bound
-    runs = {}  # searches of the bound (minimising) or of cap (deciding), resumed round to round
     zero = problem.sizes == 0
 
     cut = []  # set when the time limit stops the portfolio before all its members ran
@@ -153,12 +161,12 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
         """The portfolio's plan (``members``: the greedy ones only, or None: all of them), within
         what is left of the time limit (the portfolio always runs its first member: a plan)."""
         left = None if budget.deadline is None else max(budget.remaining(), MIN_PORTFOLIO_S)
-        sol = best.solve(problem, time_limit=left, improve=False, members=members, seed=seed,
-                         sweep=sweep)
+        sol = call(best.solve, problem, context, time_limit=left, improve=False, members=members,
+                   seed=seed)
         if sol.stats.get("portfolio_cut"):
             cut.append(True)
         out = np.asarray(sol.offsets, dtype=np.int64).copy()
-        out[zero] = prep.base[zero]  # zero-size rows: offset 0 or their fixed offset
+        out[zero] = search.base[zero]  # zero-size rows: offset 0 or their fixed offset
         return out, plan_peak(problem, out)
 
     # the portfolio's greedy members first (a millisecond or two: on most real traces one of them
@@ -166,12 +174,12 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     offsets, peak = start([f"{order}/{fit}" for order, fit in best.MEMBERS])
     first, used, searches = None, 0, 0
     if peak > lo and (cap is None or cap == lo):
-        _search.warm()  # loading the kernel does not count (budget.deadline moves by the load time)
+        canonical.warm()  # loading the kernel does not count (budget.deadline moves by the load time)
         look_until = budget.deadline  # (under a time limit, a share of what is left)
         if look_until is not None:
-            look_until = time.perf_counter() + _search.FIRST_LOOK_TIME * budget.remaining()
-        first, used, searches = _search.first_look(problem, prep, deadline=look_until,
-                                                   node_limit=node_limit, runs=runs)
+            look_until = time.perf_counter() + canonical.FIRST_LOOK_TIME * budget.remaining()
+        # (searches of the bound, resumed by later rounds, are kept in search.runs)
+        first, used, searches = search.first_look(deadline=look_until, node_limit=node_limit)
         budget.spend(used)
     if first is None and peak > lo and (cap is None or peak > cap) and budget.remaining() <= 0:
         cut.append(True)  # no time left for the costlier members
@@ -184,19 +192,17 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
         offsets = first
         peak = plan_peak(problem, offsets)
     stats = {"portfolio_peak": portfolio_peak, "first_look": first is not None, "nodes": used,
-             "probes": searches, "proofs": [], "rounds": 0, "threads": _search._threads()}
+             "probes": searches, "proofs": [], "rounds": 0, "threads": canonical.threads()}
     log.header(problem, bound, peak)
     if first is not None:
         log.line(used, peak, lo, "plan found at the bound", force=True)
     state = {"offsets": offsets, "peak": peak, "lo": lo}
     # a period too large to search keeps its portfolio plan: no capacity below its peak can be
     # reached (or disproved) by the search
-    stuck = max((_search._peak(problem, offsets, per.rows) for per in prep.periods
-                 if not per.searchable), default=0)
-    rate = [2e5]
-    largest = max((len(per.rows) for per in prep.periods), default=1)
-    heuristics = _search.HEURISTICS
-    status = None
+    stuck = search.stuck(offsets)
+    largest = max((len(per.rows) for per in search.periods), default=1)
+    heuristics = canonical.HEURISTICS
+    limited = False  # whether the time or node limit stopped the search before it was done
     nb = max(64, BUDGET0_PER_BUFFER * largest)
 
     def record(c, outcome, plans, used):
@@ -204,8 +210,7 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
         budget.spend(used)
         stats["nodes"] += used
         stats["probes"] += 1
-        for pi, out in plans.items():  # a period planned within c never raises the peak
-            state["offsets"][prep.periods[pi].rows] = out
+        search.result(state["offsets"], plans)  # a period planned within c never raises the peak
         new = plan_peak(problem, state["offsets"])
         if new < state["peak"]:
             state["peak"] = new
@@ -221,34 +226,28 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
             log.line(stats["nodes"], state["peak"], state["lo"], f"round {stats['rounds']}")
 
     if cap is not None and state["peak"] > cap and (lo > cap or stuck > cap):
-        status = Status.INFEASIBLE if lo > cap else Status.LIMIT_REACHED
+        pass  # proven infeasible, or a period too large to search is above cap: nothing to search
     elif cap is not None and state["peak"] > cap:
         # decision mode: a plan within cap, or a proof that there is none. Every preorder's search
         # is raced each round and resumed the next; a proof ends the race, a plan the later
         # preorders' searches (not under a node limit, where each search runs its share)
-        _search.warm()  # loading the kernel does not count (budget.deadline moves by the load time)
-        width = _search._threads()
-        pool = _search._pool(width, [per for per in prep.periods if per.searchable])
-        try:
-            while status is None:
+        canonical.warm()  # loading the kernel does not count (budget.deadline moves by the load time)
+        with search.prepare():  # threads for the searchable periods, a fresh node rate
+            done = False
+            while not done:
                 share = budget.grant(nb * len(heuristics)) // len(heuristics)
                 if share > 0:
-                    results = _search._race(prep, problem, state["offsets"], cap, share, heuristics,
-                                            budget.deadline, rate, runs, pool, node_limit is None, True)
-                    for result in _search._usable(results):
+                    for result in search.race(cap, state["offsets"], share, heuristics,
+                                              deadline=budget.deadline, cancel=node_limit is None,
+                                              final=True):
                         record(cap, *result)
-                if state["peak"] <= cap:
-                    status = Status.FEASIBLE
-                elif state["lo"] > cap:
-                    status = Status.INFEASIBLE
+                if state["peak"] <= cap or state["lo"] > cap:
+                    done = True  # a plan within cap, or a proof that there is none
                 elif budget.exhausted or share <= 0:
-                    status = Status.LIMIT_REACHED
+                    done = limited = True
                 stats["rounds"] += 1
                 nb *= GROWTH
-        finally:
-            if pool is not None:
-                pool.shutdown(wait=True)
-        stats["threads"] = width
+        stats["threads"] = search.width
     elif cap is None and max(lo, stuck) < state["peak"]:
         def progress(event, c, new_peak, new_lo, nodes):
             state["peak"], state["lo"] = new_peak, new_lo
@@ -259,9 +258,9 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
             log.line(nodes, new_peak, new_lo, text, force=event != "probe")
 
         left = budget.remaining()
-        out, info = _search.improve(problem, state["offsets"], time_limit=left,
-                                    node_limit=None if node_limit is None else node_limit - used,
-                                    progress=progress, prep=prep, runs=runs)
+        out, info = search.lower_peak(state["offsets"], time_limit=left,
+                                      node_limit=None if node_limit is None else node_limit - used,
+                                      progress=progress)
         state["offsets"] = out
         state["peak"] = plan_peak(problem, out)
         state["lo"] = max(state["lo"], int(info["proven_lower_bound"]))
@@ -270,32 +269,27 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
         stats["rounds"] = info.get("rounds", 0)
         stats["threads"] = info.get("threads", 1)
         if max(state["lo"], stuck) < state["peak"]:
-            status = Status.LIMIT_REACHED
+            limited = True
     peak, lo = state["peak"], state["lo"]
-    if cap is None and lo >= peak:
-        status = Status.OPTIMAL
-        lo = peak
-    elif status is None:
-        status = Status.OPTIMAL if peak <= lo else Status.FEASIBLE
-    if status is Status.FEASIBLE and peak <= lo:
-        status = Status.OPTIMAL
+    lo = min(lo, peak)  # (a plan of peak P proves nothing above P)
     if cut:
         stats["portfolio_cut"] = True
-        if cap is None and status is Status.FEASIBLE:
-            status = Status.LIMIT_REACHED  # unproven, and the time limit cut the portfolio short
-    stats["gap"] = (peak - min(lo, peak)) / peak if peak else 0.0
+        if cap is None and lo < peak:
+            limited = True  # unproven, and the time limit cut the portfolio short
     stats["search_s"] = time.perf_counter() - t0
-    log.line(stats["nodes"], peak, min(lo, peak) if status is not Status.INFEASIBLE else lo,
-             f"done: {status.value}", force=True)
     message = ""
-    if status is Status.LIMIT_REACHED:
+    if limited:
         limit = "node limit" if node_limit is not None and stats["nodes"] >= node_limit else "time limit"
         if cap is not None and peak > cap:
             message = (f"the {limit} stopped the search before it found a plan within the capacity {cap} "
                        f"or proved there is none (best peak {peak}, lower bound {lo})")
         else:
-            message = (f"the {limit} stopped the search at peak {peak}, proven lower bound {min(lo, peak)}"
+            message = (f"the {limit} stopped the search at peak {peak}, proven lower bound {lo}"
                        + ("; the portfolio was cut short" if cut else ""))
-    return make_solution(problem, state["offsets"], strategy="exact", status=status, stats=stats,
-                         lower_bound=min(lo, peak) if status is not Status.INFEASIBLE else lo,
-                         message=message)
+    # facts only: the plan, the proven bound, whether a limit stopped the search; finalize (in
+    # dsa.solve) decides the status (OPTIMAL at the bound, INFEASIBLE above the capacity, ...)
+    raw = make_solution(problem, state["offsets"], strategy="exact", stats=stats, lower_bound=lo,
+                        limit_reached=limited, message=message)
+    if log.verbose:
+        log.line(stats["nodes"], peak, lo, f"done: {finalize(problem, raw, bound).status.value}", force=True)
+    return raw

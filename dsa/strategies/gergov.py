@@ -46,6 +46,7 @@ import math
 import numpy as np
 
 from dsa.solution import make_solution, plan_peak
+from dsa.sweep import sections
 
 __all__ = ["solve", "skyline_placement", "conflict_colouring", "VARIANTS", "ORDERS"]
 
@@ -103,9 +104,8 @@ def skyline_placement(problem, rows=None, *, order: str = "size"):
     if np.any(problem.sizes[rows] <= 0):
         raise ValueError("skyline_placement takes rows of positive size only")
     starts, ends = problem.starts[rows], problem.ends[rows]
-    times = np.unique(np.concatenate([starts, ends]))
-    first = np.searchsorted(times, starts).astype(np.int32)
-    last = (np.searchsorted(times, ends) - 1).astype(np.int32)
+    times, first, last = sections(starts, ends)
+    first, last = first.astype(np.int32), last.astype(np.int32)
     if order not in ORDERS:
         raise ValueError(f"unknown order {order!r}; valid: {', '.join(ORDERS)}")
     position = np.empty(n, dtype=np.int64)

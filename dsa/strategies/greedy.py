@@ -17,97 +17,13 @@ pairs and k_i the placed neighbours of buffer i; O(n + E) memory.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from dsa._kernels import use_numpy
+from dsa.placement import FITS, SMALL_N, greedy_offsets  # noqa: F401 (SMALL_N: importable here too)
 from dsa.solution import make_solution
 from dsa.strategies._orders import order_rows
 
+# the placement rule itself (best fit / first fit, numba kernel or numpy loop) is dsa.placement's,
+# shared with dsa.compact; these names stay importable from here
 __all__ = ["solve", "greedy_offsets", "FITS"]
-
-FITS = ("best", "first")
-
-# Below this many rows, the first calls of a process run the engine in numpy, without numba: a first
-# plan then costs no numba import and no kernel load (about 0.5 s), and the numpy loop is still fast
-# (a few ms per 100 rows). Both paths give the same plan (tested). See dsa._kernels.use_numpy.
-SMALL_N = 256
-
-
-def greedy_offsets(problem, order, fit: str = "best", *, sweep=None, engine: str = "auto") -> np.ndarray:
-    """Offsets from placing the non-fixed rows in ``order`` (an array of row indices) with ``fit``.
-
-    Rows missing from ``order`` that are not fixed are placed last, by index. ``sweep`` (a
-    :class:`dsa.sweep.Sweep` of ``problem``) supplies the time-overlap graph; without one it is built.
-    With ``engine="auto"``, in a fresh process, the first problems of fewer than ``SMALL_N`` rows
-    whose overlap graph is not built yet are placed by a numpy loop instead of the numba kernel, and
-    problems whose rows mostly meet in time (:attr:`dsa.sweep.Sweep.dense`) by a kernel that needs no
-    overlap graph. ``engine="numpy"`` always takes the numpy loop (O(n^2) time and O(n) memory; numba
-    is never imported). All paths give the same plan.
-    """
-    if fit not in FITS:
-        raise ValueError(f"unknown fit {fit!r}; valid fits: {', '.join(FITS)}")
-    if engine not in ("auto", "numpy"):
-        raise ValueError(f"unknown engine {engine!r}; valid engines: auto, numpy")
-
-    n = len(problem)
-    offsets = np.full(n, -1, dtype=np.int64)
-    if n == 0:
-        return offsets
-    fixed = problem.is_fixed
-    offsets[fixed] = problem.fixed_offsets[fixed]
-    order = np.asarray(order, dtype=np.int64)
-    order = order[~fixed[order]]
-    if len(order) != n - int(fixed.sum()):
-        seen = np.zeros(n, dtype=bool)
-        seen[order] = True
-        order = np.concatenate([order, np.flatnonzero(~seen & ~fixed)])
-    cold = sweep is None or "overlap" not in sweep.__dict__
-    if engine == "numpy" or (cold and use_numpy("greedy", n, SMALL_N)):
-        return _place_small(problem, order, offsets, fit == "best")
-    from dsa._kernels.greedy import place, place_dense
-    from dsa.sweep import Sweep
-
-    sweep = sweep or Sweep(problem)
-    if "overlap" not in sweep.__dict__ and sweep.dense:
-        # most pairs meet: the overlap graph would take O(n^2) memory for little gain
-        place_dense(order, problem.starts, problem.ends, problem.sizes, problem.alignments, offsets,
-                    fit == "best")
-        return offsets
-    indptr, indices = sweep.overlap
-    place(order, problem.sizes, problem.alignments, offsets, indptr, indices, fit == "best")
-    return offsets
-
-
-def _place_small(problem, order, offsets, best_fit: bool) -> np.ndarray:
-    """The placement rule of the kernel ``dsa._kernels.greedy.place``, one numpy step per row: O(n^2)."""
-    starts, ends, sizes, aligns = problem.starts, problem.ends, problem.sizes, problem.alignments
-    solid = sizes > 0
-    for r in order.tolist():
-        size = int(sizes[r])
-        if size == 0:
-            offsets[r] = 0
-            continue
-        near = (offsets >= 0) & solid & (starts < ends[r]) & (ends > starts[r])
-        lo = offsets[near]
-        if len(lo) == 0:
-            offsets[r] = 0
-            continue
-        by_lo = np.argsort(lo, kind="stable")
-        lo = lo[by_lo]
-        hi = lo + sizes[near][by_lo]
-        a = int(aligns[r])
-        # the gap before neighbour t starts at the highest top among neighbours below it (or 0)
-        below = np.maximum.accumulate(np.r_[0, hi])
-        cand = -(-below[:-1] // a) * a
-        room = lo - cand
-        fits = np.flatnonzero(room >= size)
-        if len(fits) == 0:
-            offsets[r] = -(-int(below[-1]) // a) * a
-        elif best_fit:
-            offsets[r] = cand[fits[np.argmin(room[fits])]]  # argmin: ties to the lowest offset
-        else:
-            offsets[r] = cand[fits[0]]
-    return offsets
 
 
 def solve(problem, *, order: str = "size", fit: str = "best", seed=None, sweep=None):

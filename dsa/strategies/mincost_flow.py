@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dsa.solution import make_solution
+from dsa.solution import make_solution, plan_peak
 
 __all__ = ["solve", "shared_objects", "LAYOUTS", "AUTO_EXACT_EDGES", "AUTO_CANDIDATES", "AUTO_WINDOW"]
 
@@ -221,7 +221,7 @@ def solve(problem, *, candidates="auto", window=None, layout: str = "gap", compa
                 indptr, indices = sweep.overlap
                 place_objects(order, obj_ptr, members, obj_size, obj_align, problem.sizes, offsets,
                               indptr, indices, True)
-    peak_before = int((offsets + problem.sizes).max()) if n else 0
+    peak_before = plan_peak(problem, offsets)
     if compact and n:
         from dsa.compaction import compact as squeeze
 

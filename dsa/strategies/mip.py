@@ -49,7 +49,9 @@ import numpy as np
 
 from dsa.bounds import lower_bound
 from dsa.budget import Budget
-from dsa.solution import Status, make_solution, plan_peak
+from dsa.context import Context
+from dsa.solution import make_solution, plan_peak
+from dsa.strategies._call import call
 from dsa.sweep import Sweep
 
 __all__ = ["solve", "BACKENDS", "DEFAULT_TIME_LIMIT"]
@@ -75,25 +77,25 @@ def _backend(name):
     return name.lower(), module
 
 
-def _heuristic(problem, sweep, budget, seed, name):
+def _heuristic(problem, context, budget, seed, name):
     """The incumbent: strategy ``name``'s plan (``best`` without its improvement phase), compacted."""
     from dsa.compaction import compact
     from dsa.strategies import best, resolve_name
 
+    sweep = context.sweep
     name = name if callable(name) else resolve_name(name)
     if name == "mip":
         raise ValueError("the mip strategy cannot be its own heuristic")
     if name == "best":
         limit = budget.remaining()
-        sol = best.solve(problem, improve=False, seed=seed, sweep=sweep,
-                         time_limit=limit if math.isfinite(limit) and limit > 0 else best.DEFAULT_TIME_LIMIT)
+        sol = call(best.solve, problem, context, improve=False, seed=seed,
+                   time_limit=limit if math.isfinite(limit) and limit > 0 else best.DEFAULT_TIME_LIMIT)
         member = sol.stats.get("member")
-    else:
-        from dsa.strategies.best import _run_member
-
-        sol = _run_member(problem, name, sweep, seed)
+    else:  # as a member of best's portfolio: the context's sweep, the seed, no time limit
+        sol = call(name, problem, context.derive(time_limit=None, node_limit=None, seed=seed))
         member = name if isinstance(name, str) else getattr(name, "__name__", "custom")
     offsets = sol.offsets if hasattr(sol, "offsets") else sol
+    offsets = None if offsets is None else np.asarray(offsets, dtype=np.int64)
     if offsets is None or not _is_valid(problem, offsets):
         raise ValueError(f"the heuristic {name!r} gave no valid plan")
     offsets = compact(problem, offsets, sweep=sweep)
@@ -113,7 +115,7 @@ def _is_valid(problem, offsets) -> bool:
 
 def solve(problem, *, backend: str = "highs", time_limit: float | None = DEFAULT_TIME_LIMIT,
           mip_rel_gap: float = 0.0, verbose: bool = False, heuristic="best", seed=None,
-          sweep=None):
+          sweep=None, context=None):
     """Minimise the peak with a big-M MIP (Sekiyama et al. 2018), starting from a heuristic plan.
 
     Parameters
@@ -135,7 +137,11 @@ def solve(problem, *, backend: str = "highs", time_limit: float | None = DEFAULT
     seed : int, optional
         Seed of the heuristic's randomised members.
     sweep : dsa.sweep.Sweep, optional
-        The shared planning context (passed by :func:`dsa.solve`).
+        The shared time-axis facts (the context's sweep when ``context`` is given).
+    context : dsa.context.Context, optional
+        The planning context (passed by :func:`dsa.solve` through :func:`dsa.strategies.call`): its
+        sweep and lower bound are used, the heuristic runs in it, and its plan is offered as the
+        incumbent.
 
     Returns
     -------
@@ -173,21 +179,23 @@ def solve(problem, *, backend: str = "highs", time_limit: float | None = DEFAULT
     if not (isinstance(mip_rel_gap, (int, float)) and mip_rel_gap >= 0):
         raise ValueError(f"mip_rel_gap must be a non-negative number, got {mip_rel_gap!r}")
     budget = Budget(time_limit)
-    sweep = sweep or Sweep(problem)
-    bound = lower_bound(problem, sweep=sweep)
-    offsets, member = _heuristic(problem, sweep, budget, seed, heuristic)
+    context = context if context is not None else Context(problem, sweep=sweep)
+    sweep = context.sweep
+    bound = context.lower_bound
+    offsets, member = _heuristic(problem, context, budget, seed, heuristic)
+    context.offer(offsets)
     start_peak = plan_peak(problem, offsets)
     stats = {"backend": name, "upper_bound_start": start_peak, "heuristic": member, "nodes": 0,
              "improved": 0, "solver_status": None, "solver_s": 0.0}
     if start_peak <= bound:
-        stats.update(solver_status="not run: the heuristic plan reaches the lower bound", gap=0.0)
-        return make_solution(problem, offsets, strategy="mip", status=Status.OPTIMAL, stats=stats,
+        stats.update(solver_status="not run: the heuristic plan reaches the lower bound")
+        return make_solution(problem, offsets, strategy="mip", stats=stats,
                              message="optimal: the heuristic plan reaches the lower bound")
 
     pairs = sweep.n_overlaps  # counted in O(n log n): the graph itself is built only for a model
     if pairs > MAX_PAIRS:
         stats.update(solver_status=f"not run: {pairs} overlapping pairs, above MAX_PAIRS={MAX_PAIRS}")
-        return make_solution(problem, offsets, strategy="mip", status=Status.FEASIBLE, stats=stats,
+        return make_solution(problem, offsets, strategy="mip", stats=stats,
                              message=f"the model would have {pairs} order binaries (more than {MAX_PAIRS}); "
                                      f"the plan is the heuristic's ({stats['heuristic']})")
 
@@ -221,8 +229,7 @@ def solve(problem, *, backend: str = "highs", time_limit: float | None = DEFAULT
         stats.update(solver_status=result.solver_status, nodes=result.nodes)
         outcome, dual = result.outcome, result.dual_bound
     if outcome == "error":
-        return make_solution(problem, None, strategy="mip", status=Status.ERROR, stats=stats,
-                             message=result.message)
+        return make_solution(problem, None, strategy="mip", stats=stats, error=result.message)
 
     # the solver's plan, checked in exact arithmetic; a relaxation's plan gives an order, re-placed
     best, peak = offsets, start_peak
@@ -254,24 +261,24 @@ def solve(problem, *, backend: str = "highs", time_limit: float | None = DEFAULT
             stats["solver_status"] = (f"{stats['solver_status']}; its bound {stats['rejected_bound']} is "
                                       f"above the valid plan's peak {peak}, so it proves nothing")
     final_bound = max(bound, proven)
-    stats["gap"] = (peak - final_bound) / peak if peak else 0.0
     relaxed = (f" (solved as a relaxation in units of {scale} bytes: the exact model's numbers would pass "
                f"{TRUSTED_UNITS}, beyond what the solvers' tolerances decide soundly)") if scale > 1 else ""
+    # facts for finalize, which decides the status: the plan, the proven bound, whether the time
+    # limit stopped the solver; the message says what the solver did
+    limited = False
     if peak <= final_bound:
-        status, message = Status.OPTIMAL, f"optimal: {name} proved the peak {peak} minimal{relaxed}"
+        message = f"optimal: {name} proved the peak {peak} minimal{relaxed}"
     elif outcome == "limit":
-        status = Status.LIMIT_REACHED
+        limited = True
         message = (f"time limit: peak {peak}, proven lower bound {final_bound} "
                    f"({name}: {stats['solver_status']}){relaxed}")
     elif outcome in ("optimal", "infeasible"):
-        status = Status.FEASIBLE
         message = f"solved to mip_rel_gap={mip_rel_gap}: peak {peak}, lower bound {final_bound}{relaxed}"
     else:
-        status = Status.FEASIBLE
         message = (f"{name} stopped with status {stats['solver_status']!r}, which proves nothing; "
                    f"peak {peak}" + ("" if stats["improved"] else " (the heuristic's plan)") + relaxed)
-    return make_solution(problem, best, strategy="mip", status=status, stats=stats,
-                         lower_bound=final_bound, message=message)
+    return make_solution(problem, best, strategy="mip", stats=stats, lower_bound=final_bound,
+                         limit_reached=limited, message=message)
 
 
 def _scale(problem, upper: int) -> int:

@@ -1,4 +1,4 @@
-"""Sweep kernels shared by strategies: the time-overlap graph of a problem as CSR adjacency.
+"""The time-overlap graph as CSR adjacency: the kernel behind :attr:`dsa.sweep.Sweep.overlap`.
 
 Built once per problem by :class:`dsa.sweep.Sweep` and handed to every strategy that asks for it.
 """

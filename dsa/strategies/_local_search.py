@@ -1,4 +1,4 @@
-"""Improvement phase: a seeded local search over greedy orders that lowers the peak of a plan.
+"""A seeded local search over greedy orders that lowers the peak of a plan.
 
 The search works on orders, not offsets: a plan is the output of the greedy decoder of
 :mod:`dsa.strategies.greedy` (best or first fit; Pisarchyk & Lee, "Efficient Memory Management for
@@ -35,16 +35,13 @@ import numpy as np
 
 from dsa.bounds import lower_bound
 from dsa.budget import check_seed
+from dsa.solution import plan_peak
 from dsa.strategies._orders import ORDERINGS
 
-__all__ = ["improve"]
+__all__ = ["search_orders"]
 
 _DEFAULTS = dict(hist_len=64, stall=20000, band_div=8, lex=False, w_peak=0.0, line_frac=0.5, blame=False,
                  p_squeaky_insert=0.45, p_squeaky_swap=0.2, p_random_swap=0.2, p_flip_fit=0.01)
-
-
-def _peak(problem, offsets) -> int:
-    return int((offsets + problem.sizes).max()) if len(problem) else 0
 
 
 class _Search:
@@ -225,7 +222,7 @@ def _improve_windows(problem, work, fixed_mask, bound, start_peak, rng_seed, prm
         done += search.iterations
         if int((search.best_offsets[free] + problem.sizes[free]).max()) < sub_peak:
             plan[free] = search.best_offsets[free]
-        new_peak = _peak(problem, plan)
+        new_peak = plan_peak(problem, plan)
         if new_peak < peak:
             peak = new_peak
             stats["improvements"].append((time.perf_counter() - t0, peak))
@@ -235,8 +232,8 @@ def _improve_windows(problem, work, fixed_mask, bound, start_peak, rng_seed, prm
     return plan, done
 
 
-def improve(problem, offsets, *, time_limit: float = 1.0, seed=None, order=None, iterations=None,
-            window: int = 1000, **params):
+def search_orders(problem, offsets, *, time_limit: float = 1.0, seed=None, order=None, iterations=None,
+                  window: int = 1000, **params):
     """Lower the peak of a plan by a seeded local search over greedy orders.
 
     Parameters
@@ -284,7 +281,7 @@ def improve(problem, offsets, *, time_limit: float = 1.0, seed=None, order=None,
     prm = {**_DEFAULTS, **params}
     n = len(problem)
     offsets = np.asarray(offsets, dtype=np.int64)
-    start_peak = _peak(problem, offsets)
+    start_peak = plan_peak(problem, offsets)
     stats = {"iterations": 0, "improvements": [(0.0, start_peak)], "start_peak": start_peak,
              "final_peak": start_peak}
     if n == 0:
@@ -309,9 +306,9 @@ def improve(problem, offsets, *, time_limit: float = 1.0, seed=None, order=None,
                                         window, deadline, cap, stats, t0)
         stats["iterations"] = done
         result[zero] = 0
-        if _peak(problem, result) >= start_peak:
+        if plan_peak(problem, result) >= start_peak:
             result = offsets.copy()
-        stats["final_peak"] = _peak(problem, result)
+        stats["final_peak"] = plan_peak(problem, result)
         return result, stats
 
     line = bound + int(float(prm["line_frac"]) * (start_peak - bound))
@@ -335,5 +332,5 @@ def improve(problem, offsets, *, time_limit: float = 1.0, seed=None, order=None,
         result[zero] = 0
     else:
         result = offsets.copy()
-    stats["final_peak"] = _peak(problem, result)
+    stats["final_peak"] = plan_peak(problem, result)
     return result, stats

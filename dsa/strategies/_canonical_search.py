@@ -1,4 +1,4 @@
-"""Time-limited improvement of a plan by a MiniMalloc-style search over canonical placements.
+"""The canonical search: a MiniMalloc-style search over canonical placements, and what is built on it.
 
 The decision version "is there a plan with peak <= C?" is answered by a node-limited depth-first
 search (:func:`dsa._kernels.canonical.canonical_search`), after M. D. Moffitt, "MiniMalloc: A
@@ -6,7 +6,9 @@ Lightweight Memory Allocator for Hardware-Accelerated Machine Learning", ASPLOS 
 placed in non-decreasing offset order, each on the floor or directly on top of a buffer it overlaps
 in time, with section inference, a dominance rule and dynamic decomposition pruning the tree.
 
-:func:`improve` uses it as an improvement heuristic: starting from a plan of peak ``U`` it probes
+:class:`CanonicalSearch` holds a problem cut into busy periods and runs the searches (prepare /
+race / result). :meth:`CanonicalSearch.lower_peak` (and :func:`lower_peak`) use it as an improvement
+heuristic: starting from a plan of peak ``U`` it probes
 capacities between the lower bound and ``U - 1`` with growing node limits, keeps the best plan found,
 and reports which capacities a *complete* search proved infeasible. numba cannot read the clock, so
 the search runs in node-limited calls and the deadline is checked between calls; one call is sized
@@ -27,8 +29,10 @@ import numpy as np
 
 from dsa.bounds import lower_bound
 from dsa.budget import max_threads
+from dsa.solution import plan_peak
+from dsa.sweep import sections
 
-__all__ = ["improve", "feasible", "warm"]
+__all__ = ["CanonicalSearch", "lower_peak", "feasible", "warm", "threads"]
 
 MAX_BUFFERS = 2000          # larger busy periods are left as they are
 MAX_DEGREE_SUM = 2_000_000  # bound on the number of (buffer, time-neighbour) pairs of a period
@@ -57,7 +61,7 @@ MAX_RUNS = 64              # searches kept for resumption (the oldest are droppe
 THREADS: int | None = None
 
 
-def _threads() -> int:
+def threads() -> int:
     """THREADS (or the cores, at most one per preorder), capped by :func:`dsa.budget.max_threads`."""
     if THREADS is not None:
         return max_threads(max(1, int(THREADS)))
@@ -88,9 +92,9 @@ class _Period:
         self.al = np.ascontiguousarray(problem.alignments[rows], dtype=np.int64)
         self.fx = np.ascontiguousarray(problem.fixed_offsets[rows], dtype=np.int64)
         m = len(rows)
-        times = np.unique(np.concatenate([st, en]))
-        self.slo = np.searchsorted(times, st).astype(np.int64)
-        self.shi = np.searchsorted(times, en).astype(np.int64)
+        times, first, last = sections(st, en)
+        self.slo = first.astype(np.int64)
+        self.shi = (last + 1).astype(np.int64)
         spans = self.shi - self.slo
         self.searchable = int(spans.sum()) <= MAX_SPAN_SUM
         if not self.searchable:
@@ -185,7 +189,7 @@ def warm() -> None:
     if not _warm:
         from dsa.problem import Problem
 
-        _Prepared(Problem([0], [1], [1])).periods[0].search(1, 1, HEURISTICS[0])
+        CanonicalSearch(Problem([0], [1], [1])).periods[0].search(1, 1, HEURISTICS[0])
         _warm.append(True)
 
 
@@ -209,8 +213,33 @@ def _twins(ident, rank, free, slo, shi, sz, al):
     return twin
 
 
-class _Prepared:
-    """A problem cut into busy periods, with its zero-size rows set aside."""
+class CanonicalSearch:
+    """A problem cut into busy periods for the canonical search, and the searches run on it.
+
+    The interface is prepare / race / result: the constructor cuts the problem into busy periods
+    (its zero-size rows set aside); :meth:`prepare` starts the threads that the races of one phase
+    run on (a context manager: leaving it stops them); :meth:`race` probes one capacity with
+    several preorders side by side and returns the plans that do not depend on timing;
+    :meth:`result` writes such plans into a plan. :meth:`first_look` and :meth:`lower_peak` are the
+    two searches built on them. Searches stopped at their node limit are kept in :attr:`runs` and
+    resumed by the next race of the same capacity (the first look's searches of the bound by the
+    probes of the bound that follow).
+
+    Parameters
+    ----------
+    problem : dsa.Problem
+
+    Attributes
+    ----------
+    periods : list
+        The busy periods of the rows with size > 0, in time order; each has ``rows`` (ascending row
+        indices) and ``searchable`` (False when it is too large to search: more than
+        ``MAX_BUFFERS`` buffers, ``MAX_SPAN_SUM`` section spans or ``MAX_DEGREE_SUM`` neighbours).
+    base : numpy.ndarray
+        Offsets of the zero-size rows (0, or their fixed offset) and a starting point.
+    runs : dict
+        Searches kept for resumption, keyed by ``(capacity, preorder, period)``.
+    """
 
     def __init__(self, problem):
         self.problem = problem
@@ -231,68 +260,164 @@ class _Prepared:
         fixed = problem.fixed_offsets != -1
         base[fixed] = problem.fixed_offsets[fixed]
         self.base = base  # offsets of zero-size rows (and a starting point)
+        self.runs = {}
+        self.width = 1
+        self._pool = None
+        self._rate = [2e5]  # nodes per second, measured by the searches of the current phase
 
+    def stuck(self, offsets) -> int:
+        """The highest peak in ``offsets`` of a period too large to search (0: none). No capacity
+        below it can be reached or disproved by the search."""
+        return max((plan_peak(self.problem, offsets, per.rows) for per in self.periods
+                    if not per.searchable), default=0)
 
-def _peak(problem, offsets, rows=None):
-    if rows is None:
-        return int((offsets + problem.sizes).max()) if problem.n else 0
-    return int((offsets[rows] + problem.sizes[rows]).max()) if len(rows) else 0
+    def prepare(self, periods=None, *, width=None):
+        """Start a phase of races: ``width`` searches side by side (default :func:`threads`) on a
+        thread pool, and a fresh node rate. The preorders' ranks of ``periods`` (default: the
+        searchable ones) are computed first, since the threads read them from a cache that is not
+        locked. Returns the search itself, a context manager that stops the threads on leaving."""
+        self.close()
+        self.width = threads() if width is None else width
+        if periods is None:
+            periods = [per for per in self.periods if per.searchable]
+        self._pool = _pool(self.width, periods)
+        self._rate = [2e5]
+        return self
 
+    def close(self) -> None:
+        """Stop the threads started by :meth:`prepare` (waiting for them)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
-def first_look(problem, prep, *, deadline=None, node_limit=None, runs=None):
-    """Search the lower bound before any incumbent is made: a plan there is optimal.
+    def __enter__(self):
+        return self
 
-    Every static preorder gets ``FIRST_LOOK`` nodes per buffer of the largest period, raced as in
-    :func:`improve`'s probes of the bound (the first preorder that plans within its share wins, so
-    the plan does not depend on timing). On MiniMalloc's benchmark the optimum is usually the bound
-    and one of the preorders reaches it within a few nodes per buffer, sooner than the portfolio's
-    costlier members (``gergov``, ``buchsbaum``, ``mincost_flow``) make an incumbent. When the look
-    fails, its searches are kept in ``runs`` (keyed as :meth:`_Period.search` keys them), and the
-    probes of the bound that follow (:func:`improve`'s, given the same ``prep`` and ``runs``; the
-    rounds of ``exact``'s decision mode when the capacity is the bound) go on with them: nothing
-    is searched twice.
+    def __exit__(self, *exc):
+        self.close()
+        return False
 
-    Returns
-    -------
-    offsets : numpy.ndarray or None
-        A plan whose peak is the bound, or None.
-    nodes : int
-        Nodes explored.
-    searches : int
-        Node-limited searches run: one per preorder (fewer on one thread, where the first plan or
-        proof ends the look).
-    """
-    if not prep.periods or not all(per.searchable for per in prep.periods):
-        return None, 0, 0
-    lb = lower_bound(problem)  # a plan there is optimal; below it none exists
-    share = FIRST_LOOK * max(len(per.rows) for per in prep.periods)
-    if node_limit is not None:
-        share = min(share, int(node_limit) // len(HEURISTICS))
-    if share <= 0 or (deadline is not None and time.perf_counter() >= deadline):
-        return None, 0, 0
-    unplanned = np.full(problem.n, lb + 1, np.int64)  # every period is above the bound
-    pool = _pool(_threads(), prep.periods)
-    try:
-        results = _race(prep, problem, unplanned, lb, share, HEURISTICS, deadline, [2e5],
-                        runs, pool, node_limit is None, True)
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
-    nodes = sum(r[2] for r in results)
-    offsets = prep.base.copy()
-    planned = set()
-    for _, plans, _ in _usable(results):
+    def race(self, cap, incumbent, share, heuristics=HEURISTICS, *, deadline=None, resume=True,
+             cancel=True, final=True) -> list:
+        """Probe capacity ``cap`` with each preorder of ``heuristics``, ``share`` nodes each, for
+        every period whose plan in ``incumbent`` exceeds ``cap``: side by side on the threads of
+        :meth:`prepare`, else one after the other until one plans or proves.
+
+        With ``resume``, searches go on from where earlier ones of the same capacity stopped (and
+        are kept in :attr:`runs`). With ``cancel``, a proof ends the other searches, and when
+        ``final`` (a plan at ``cap`` settles the question) a plan ends those of later preorders:
+        the first preorder that plans within its share wins whichever thread finishes first. Every
+        search is stopped at ``deadline``.
+
+        Returns
+        -------
+        list of (outcome, plans, nodes)
+            One per preorder that ran, in preorder order: ``outcome`` is ``"found"``,
+            ``"infeasible"`` (proven) or ``"limit"``; ``plans`` maps period index to local offsets
+            and holds only plans that do not depend on timing (see :func:`_usable`).
+        """
+        results = _race(self, self.problem, incumbent, cap, share, heuristics, deadline, self._rate,
+                        self.runs if resume else None, self._pool, cancel, final)
+        return _usable(results)
+
+    def result(self, offsets, plans):
+        """Write the periods' ``plans`` (from :meth:`race`) into ``offsets`` in place; return it."""
         for pi, out in plans.items():
-            if pi not in planned:
-                offsets[prep.periods[pi].rows] = out
-                planned.add(pi)
-    if len(planned) < len(prep.periods):
-        return None, nodes, len(results)
-    return offsets, nodes, len(results)
+            offsets[self.periods[pi].rows] = out
+        return offsets
+
+    def first_look(self, *, deadline=None, node_limit=None):
+        """Search the lower bound before any incumbent is made: a plan there is optimal.
+
+        Every static preorder gets ``FIRST_LOOK`` nodes per buffer of the largest period, raced
+        (the first preorder that plans within its share wins, so the plan does not depend on
+        timing). On MiniMalloc's benchmark the optimum is usually the bound and one of the
+        preorders reaches it within a few nodes per buffer, sooner than the portfolio's costlier
+        members (``gergov``, ``buchsbaum``, ``mincost_flow``) make an incumbent. When the look
+        fails, its searches are kept in :attr:`runs`, and the probes of the bound that follow
+        (:meth:`lower_peak`'s; the rounds of ``exact``'s decision mode when the capacity is the
+        bound) go on with them: nothing is searched twice.
+
+        Returns
+        -------
+        offsets : numpy.ndarray or None
+            A plan whose peak is the bound, or None.
+        nodes : int
+            Nodes explored.
+        searches : int
+            Node-limited searches run: one per preorder (fewer on one thread, where the first plan
+            or proof ends the look).
+        """
+        problem = self.problem
+        if not self.periods or not all(per.searchable for per in self.periods):
+            return None, 0, 0
+        lb = lower_bound(problem)  # a plan there is optimal; below it none exists
+        share = FIRST_LOOK * max(len(per.rows) for per in self.periods)
+        if node_limit is not None:
+            share = min(share, int(node_limit) // len(HEURISTICS))
+        if share <= 0 or (deadline is not None and time.perf_counter() >= deadline):
+            return None, 0, 0
+        unplanned = np.full(problem.n, lb + 1, np.int64)  # every period is above the bound
+        with self.prepare(self.periods):
+            results = self.race(lb, unplanned, share, HEURISTICS, deadline=deadline,
+                                cancel=node_limit is None, final=True)
+        nodes = sum(r[2] for r in results)
+        offsets = self.base.copy()
+        planned = set()
+        for _, plans, _ in results:
+            for pi, out in plans.items():
+                if pi not in planned:
+                    offsets[self.periods[pi].rows] = out
+                    planned.add(pi)
+        if len(planned) < len(self.periods):
+            return None, nodes, len(results)
+        return offsets, nodes, len(results)
+
+    def lower_peak(self, offsets, *, time_limit: float, node_limit: int | None = None, progress=None):
+        """Lower the peak of a plan by probing smaller capacities with a node-limited canonical search.
+
+        Capacities are probed in rounds whose node budget grows ``GROWTH``-fold. A round first probes
+        the proven lower bound with every static preorder (a plan there is optimal: the common case on
+        real traces and on MiniMalloc's benchmark; each round's searches of the bound go on where the
+        last round's stopped, and the first plan or proof there ends the others), then walks a grid of
+        capacities (``STEP`` x the bound apart) from one below the best peak down towards the bound,
+        every preorder at each, with per-probe budgets that add up to about ``WALK`` x the budget (at
+        least ``SCAN0`` each). A plan found lowers the peak (the walk goes on below it); a search that
+        completes without a plan proves a lower bound; the walk of a round ends after ``MISSES``
+        capacities in a row that no preorder planned within its budget (the next round, with larger
+        budgets, starts again from the top). Which capacities are cheap to plan is erratic, so many
+        small probes beat a few large ones. The probes of the bound go on with the searches that
+        :meth:`first_look` (or an earlier call) left in :attr:`runs`.
+
+        Parameters
+        ----------
+        offsets : array_like of int
+            A valid plan (the incumbent); it is returned unchanged if nothing better is found.
+        time_limit : float
+            Seconds to spend, checked between node-limited kernel calls (each call is sized from the
+            measured node rate). The first call in a process may add the kernel's load/compile time.
+        node_limit : int, optional
+            The most nodes to spend in all.
+        progress : callable, optional
+            Called after every probe as ``progress(event, capacity, peak, bound, nodes)`` with event
+            ``"plan"`` (the peak went down), ``"proof"`` (the bound went up) or ``"probe"``.
+
+        Returns
+        -------
+        offsets : numpy.ndarray
+            The best plan found, never worse than the input.
+        stats : dict
+            ``nodes``; ``probes``, a list of ``(capacity, outcome, nodes)`` with outcome ``"found"``,
+            ``"infeasible"`` (proven by an exhausted search) or ``"limit"``; ``proven_lower_bound``, the
+            largest ``C + 1`` for which "no plan with peak <= C" was proven, else the lower bound
+            (:func:`dsa.bounds.lower_bound`); ``peak``; ``time``; ``rounds``.
+        """
+        return _lower_peak(self, offsets, time_limit=time_limit, node_limit=node_limit,
+                           progress=progress)
 
 
-def _decide(prep, cap, node_limit, periods, heuristics=HEURISTICS, deadline=None, rate=None):
-    """Round-robin search of capacity ``cap`` over ``periods`` (indices into prep.periods).
+def _decide(search, cap, node_limit, periods, heuristics=HEURISTICS, deadline=None, rate=None):
+    """Round-robin search of capacity ``cap`` over ``periods`` (indices into search.periods).
 
     Returns ``(status, plans, nodes)`` where plans maps period index -> local offsets.
     """
@@ -300,15 +425,15 @@ def _decide(prep, cap, node_limit, periods, heuristics=HEURISTICS, deadline=None
     nodes = 0
     todo = list(periods)
     for pi in todo:
-        if not prep.periods[pi].searchable:
+        if not search.periods[pi].searchable:
             return "limit", plans, nodes
-    limit = max(64, 2 * max((len(prep.periods[pi].rows) for pi in todo), default=1))
+    limit = max(64, 2 * max((len(search.periods[pi].rows) for pi in todo), default=1))
     runs = {}  # each (period, preorder) search goes on where its last call stopped
     while todo:
         remaining = todo
         todo = []
         for pi in remaining:
-            per = prep.periods[pi]
+            per = search.periods[pi]
             done = False
             for h in heuristics:
                 lim = limit
@@ -360,18 +485,18 @@ def feasible(problem, capacity, *, node_limit):
     nodes : int
         Nodes explored.
     """
-    prep = _Prepared(problem)
-    status, plans, nodes = _decide(prep, int(capacity), int(node_limit),
-                                   range(len(prep.periods)))
+    search = CanonicalSearch(problem)
+    status, plans, nodes = _decide(search, int(capacity), int(node_limit),
+                                   range(len(search.periods)))
     if status != "found":
         return status, None, nodes
-    offsets = prep.base.copy()
+    offsets = search.base.copy()
     for pi, out in plans.items():
-        offsets[prep.periods[pi].rows] = out
+        offsets[search.periods[pi].rows] = out
     return status, offsets, nodes
 
 
-def _probe(prep, problem, best, cap, budget, heuristic, deadline, rate, runs=None, stop=None):
+def _probe(search, problem, best, cap, budget, heuristic, deadline, rate, runs=None, stop=None):
     """One node-limited attempt at capacity ``cap`` for every period whose plan exceeds it.
 
     ``runs`` and ``stop`` are passed to :meth:`_Period.search` (resumed searches, early end).
@@ -380,8 +505,8 @@ def _probe(prep, problem, best, cap, budget, heuristic, deadline, rate, runs=Non
     plans = {}
     nodes = 0
     outcome = "found"
-    for pi, per in enumerate(prep.periods):
-        if _peak(problem, best, per.rows) <= cap:
+    for pi, per in enumerate(search.periods):
+        if plan_peak(problem, best, per.rows) <= cap:
             continue
         if not per.searchable:
             return "limit", plans, nodes
@@ -407,7 +532,7 @@ def _probe(prep, problem, best, cap, budget, heuristic, deadline, rate, runs=Non
     return outcome, plans, nodes
 
 
-def _race(prep, problem, best, cap, share, batch, deadline, rate, runs, pool, cancel, final):
+def _race(search, problem, best, cap, share, batch, deadline, rate, runs, pool, cancel, final):
     """Probe ``cap`` with each preorder of ``batch`` (``share`` nodes each), side by side on
     ``pool`` when it is given, else one after the other until one plans or proves.
 
@@ -421,7 +546,7 @@ def _race(prep, problem, best, cap, share, batch, deadline, rate, runs, pool, ca
     stops = [np.zeros(1, np.int64) for _ in batch]
 
     def one(j):
-        result = _probe(prep, problem, best, cap, share, batch[j], deadline, rate, runs, stops[j])
+        result = _probe(search, problem, best, cap, share, batch[j], deadline, rate, runs, stops[j])
         if cancel and result[0] == "infeasible":
             for other in stops:
                 other[0] = 1
@@ -474,75 +599,47 @@ def _pool(width, periods=()):
     return ThreadPoolExecutor(max_workers=width, thread_name_prefix="dsa-search")
 
 
-def improve(problem, offsets, *, time_limit: float, node_limit: int | None = None, seed=None,
-            progress=None, prep=None, runs=None):
-    """Improve a plan by probing smaller capacities with a node-limited canonical search.
+def lower_peak(problem, offsets, *, time_limit: float, node_limit: int | None = None, seed=None,
+               progress=None):
+    """Lower the peak of a plan by probing smaller capacities with a node-limited canonical search.
 
-    Capacities are probed in rounds whose node budget grows ``GROWTH``-fold. A round first probes
-    the proven lower bound with every static preorder (a plan there is optimal: the common case on
-    real traces and on MiniMalloc's benchmark; each round's searches of the bound go on where the
-    last round's stopped, and the first plan or proof there ends the others), then walks a grid of
-    capacities (``STEP`` x the bound apart) from one below the best peak down towards the bound,
-    every preorder at each, with per-probe budgets that add up to about ``WALK`` x the budget (at
-    least ``SCAN0`` each). A plan found lowers the peak (the walk goes on below it); a search that
-    completes without a plan proves a lower bound; the walk of a round ends after ``MISSES``
-    capacities in a row that no preorder planned within its budget (the next round, with larger
-    budgets, starts again from the top). Which capacities are cheap to plan is erratic, so many
-    small probes beat a few large ones.
-
-    Parameters
-    ----------
-    problem : dsa.Problem
-    offsets : array_like of int
-        A valid plan (the incumbent); it is returned unchanged if nothing better is found.
-    time_limit : float
-        Seconds to spend, checked between node-limited kernel calls (each call is sized from the
-        measured node rate). The first call in a process may add the kernel's load/compile time.
-    node_limit : int, optional
-        The most nodes to spend in all.
-    seed : int, optional
-        Unused (the search is deterministic under a node limit); accepted for a uniform strategy signature.
-    progress : callable, optional
-        Called after every probe as ``progress(event, capacity, peak, bound, nodes)`` with event
-        ``"plan"`` (the peak went down), ``"proof"`` (the bound went up) or ``"probe"``.
-    prep, runs : optional
-        The problem's prepared busy periods and the searches :func:`first_look` left in ``runs``
-        (both from the same call), so that the probes of the bound go on with them.
+    A fresh :class:`CanonicalSearch` of ``problem`` runs :meth:`CanonicalSearch.lower_peak`; see
+    there. ``seed`` is unused (the search is deterministic under a node limit); it is accepted for
+    a uniform signature.
 
     Returns
     -------
     offsets : numpy.ndarray
-        The best plan found, never worse than the input.
     stats : dict
-        ``nodes``; ``probes``, a list of ``(capacity, outcome, nodes)`` with outcome ``"found"``,
-        ``"infeasible"`` (proven by an exhausted search) or ``"limit"``; ``proven_lower_bound``, the
-        largest ``C + 1`` for which "no plan with peak <= C" was proven, else the lower bound
-        (:func:`dsa.bounds.lower_bound`); ``peak``; ``time``; ``rounds``.
     """
+    return CanonicalSearch(problem).lower_peak(offsets, time_limit=time_limit, node_limit=node_limit,
+                                               progress=progress)
+
+
+def _lower_peak(search, offsets, *, time_limit: float, node_limit: int | None = None, progress=None):
+    """:meth:`CanonicalSearch.lower_peak` (documented there)."""
     t0 = time.perf_counter()
     deadline = t0 + float(time_limit)
+    problem = search.problem
     best = np.array(offsets, dtype=np.int64, copy=True)
-    if prep is None:
-        prep = _Prepared(problem)
     zero = problem.sizes == 0
-    best[zero] = prep.base[zero]  # zero-size rows: offset 0, or their fixed offset
+    best[zero] = search.base[zero]  # zero-size rows: offset 0, or their fixed offset
     lb = lower_bound(problem)  # a plan there is optimal; below it none exists
-    peak = _peak(problem, best)
+    peak = plan_peak(problem, best)
     stats = {"nodes": 0, "probes": [], "proven_lower_bound": min(lb, peak), "peak": peak,
              "time": 0.0}
     # a period too large to search that reaches the peak caps what the search can gain
-    stuck = max((_peak(problem, best, per.rows) for per in prep.periods if not per.searchable), default=0)
+    stuck = search.stuck(best)
     if peak <= max(lb, stuck):
         stats["time"] = time.perf_counter() - t0
         return best, stats
     w0 = time.perf_counter()
     warm()  # the kernel's one-off load is not taken from the time limit
     deadline += time.perf_counter() - w0
-    rate = [2e5]
     if deadline == math.inf:
         deadline = None
     state = {"peak": peak, "lo": lb}
-    largest = max((len(per.rows) for per in prep.periods if per.searchable), default=1)
+    largest = max((len(per.rows) for per in search.periods if per.searchable), default=1)
     budget = max(BUDGET0, 2 * largest)
     step = max(1, int(lb * STEP))
 
@@ -550,19 +647,19 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
         return ((deadline is not None and time.perf_counter() >= deadline)
                 or (node_limit is not None and stats["nodes"] >= node_limit))
 
-    width = _threads()
     # (periods at or below the bound are never probed: every capacity probed is at least lb)
-    pool = _pool(width, [per for per in prep.periods
-                         if per.searchable and _peak(problem, best, per.rows) > lb])
+    search.prepare([per for per in search.periods
+                    if per.searchable and plan_peak(problem, best, per.rows) > lb])
+    width = search.width
 
     def apply(cap, outcome, plans, nodes):
         stats["nodes"] += nodes
         stats["probes"].append((cap, outcome, nodes))
         for pi, out in plans.items():  # a period's plan replaces the incumbent's if it is lower
-            rows = prep.periods[pi].rows
-            if _peak(problem, best, rows) > int((out + problem.sizes[rows]).max()):
+            rows = search.periods[pi].rows
+            if plan_peak(problem, best, rows) > int((out + problem.sizes[rows]).max()):
                 best[rows] = out
-        new = _peak(problem, best)
+        new = plan_peak(problem, best)
         if new < state["peak"]:
             state["peak"] = new
             if progress is not None:
@@ -578,7 +675,7 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
     # searches of the bound stopped at their node limit, resumed by the next round's probe of the
     # bound (walk probes start afresh: the grid below the incumbent moves as it falls, and many
     # small fresh probes of changing capacities find plans more often than a few deep ones)
-    runs = {} if runs is None else runs
+    runs = search.runs
     cancel = node_limit is None  # under a node limit every search runs its share (same node counts)
 
     def prune():
@@ -607,15 +704,15 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
                 share = min(nb, (node_limit - stats["nodes"]) // len(batch))
             if share <= 0 or spent():
                 return "stop"
-            results = _race(prep, problem, best, cap, share, batch, deadline, rate,
-                            runs if cap <= floor() else None, pool, cancel, cap <= floor())
-            for result in _usable(results):
+            results = search.race(cap, best, share, batch, deadline=deadline, resume=cap <= floor(),
+                                  cancel=cancel, final=cap <= floor())
+            for result in results:
                 apply(cap, *result)
             prune()
             decided = [r[0] for r in results if r[0] != "limit"][:1]
             if decided == ["infeasible"]:
                 return "infeasible"
-            if decided == ["found"] or _peak(problem, best) <= cap:
+            if decided == ["found"] or plan_peak(problem, best) <= cap:
                 return "found"
         return outcome
 
@@ -647,8 +744,7 @@ def improve(problem, offsets, *, time_limit: float, node_limit: int | None = Non
                 break
             budget *= GROWTH
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
+        search.close()
     stats["threads"] = width
     peak = state["peak"]
     stats["peak"] = peak

@@ -10,31 +10,37 @@ from bisect import bisect_left
 import numpy as np
 
 from dsa import _kernels
-from dsa._kernels import numba_loaded, use_numpy
+from dsa._kernels import ENGINES, use_numpy
 
 __all__ = ["find_overlap"]
 
-# Up to this many non-empty rows, the first calls of a process that has loaded numba but not the
-# overlap kernel check the plan by the plain-Python sweep below, which spares a first validation the
-# kernel's load. See dsa._kernels.use_numpy. (The sweep replaced an all-pairs numpy check here: on
-# 390 rows it takes 0.14 ms and 59 KiB where the all-pairs check took 0.66 ms and 445 KiB.)
-SMALL_M = 512
-# While numba is not loaded in the process, plans are checked by the sweep (about 5 ms per 10k rows
-# when few are alive at once, close to the kernel's time with its sorts) rather than by loading
-# numba for the check alone: a process that only validates plans made elsewhere (the torch
-# adapter's, planned in a helper process) then never pays numba's ~100 MB. The sweep moves up to k
-# list items per row (k: rows alive at once), so it is used only while rows x k stays below this
-# (at the limit, about 0.1 s in the worst order; 100k rows all alive at once take 0.8 s).
+# Below this many non-empty rows, engine="auto" checks the plan by the plain-Python sweep below, which
+# spares a check the kernel's load (numba's import and the kernel: about 0.5 s and ~100 MB in a fresh
+# process), as dsa.placement.SMALL_N spares a small plan the greedy kernel: a small problem is then
+# planned and checked without numba. Above it the kernel is faster (with its sorts, 8 us at 32 rows
+# where the sweep takes 19 us; 16 us at 256 rows, 93 us for the sweep). See dsa._kernels.use_numpy.
+# (The sweep replaced an all-pairs numpy check here: on 390 rows it takes 0.14 ms and 59 KiB where
+# the all-pairs check took 0.66 ms and 445 KiB.)
+SMALL_M = 32
+# With engine="numpy", plans are checked by the sweep (about 4 ms per 10k rows when few are alive at
+# once, 2-3 times the kernel's time with its sorts) rather than by loading numba for the check
+# alone: a process that only validates plans made elsewhere (the torch adapter's, planned in a
+# helper process) asks for it and never pays numba's ~100 MB. The sweep moves up to k list items per
+# row (k: rows alive at once), so it is used only while rows x k stays below this (at the limit,
+# about 0.1 s in the worst order; 100k rows all alive at once take 0.8 s); beyond it, the kernel.
 SWEEP_WORK = 1_000_000_000
 
 
-def find_overlap(starts, ends, sizes, offsets):
+def find_overlap(starts, ends, sizes, offsets, *, engine: str = "auto"):
     """Return a pair ``(i, j)`` of rows alive at the same time whose address ranges intersect, or None.
 
     Zero-size rows never overlap. Complexity O(n log n): three sorts, then a sweep over time with a
-    Fenwick tree over offsets (numba, compiled on first use). A process that has not loaded numba
-    sweeps in plain Python instead (:func:`_sweep_overlap`), unless rows x (rows alive at once)
-    exceeds ``SWEEP_WORK``; so do the first calls of a process on up to ``SMALL_M`` non-empty rows.
+    Fenwick tree over offsets (numba, compiled on first use). With ``engine="auto"``, plans of fewer
+    than ``SMALL_M`` non-empty rows are swept in plain Python instead (:func:`_sweep_overlap`, O(n log n
+    + n k) for ``k`` rows alive at once; see :func:`dsa._kernels.use_numpy` for the override).
+    ``engine="numpy"`` sweeps whatever the size unless rows x k exceeds ``SWEEP_WORK`` (a process
+    that must not load numba asks for it); ``engine="kernel"`` always takes the kernel. Both paths
+    find an overlap in the same plans.
     """
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
@@ -46,11 +52,12 @@ def find_overlap(starts, ends, sizes, offsets):
     if len(rows) != len(sizes):
         starts, ends, sizes, offsets = starts[rows], ends[rows], sizes[rows], offsets[rows]
     tops = offsets + sizes
-    force = _kernels.FORCE  # tests: "sweep" (or "numpy", the stand-in's name elsewhere) or "kernel"
-    if force in ("sweep", "numpy") or (force is None and (
-            not numba_loaded() or use_numpy("overlap_check", len(rows), SMALL_M + 1))):
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; valid engines: {', '.join(ENGINES)}")
+    forced = engine == "auto" and _kernels.FORCE is not None  # tests: "sweep" (or "numpy") or "kernel"
+    if use_numpy(len(rows), SMALL_M, engine):
         order, alive = _events(starts, ends)
-        if force is not None or len(rows) * alive <= SWEEP_WORK:
+        if forced or engine == "auto" or len(rows) * alive <= SWEEP_WORK:
             pair = _sweep_overlap(starts, offsets, tops, order)
             return None if pair is None else (int(rows[pair[0]]), int(rows[pair[1]]))
     from dsa._kernels.overlap_check import first_overlap

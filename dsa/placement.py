@@ -1,0 +1,110 @@
+"""Placement: buffers taken in a given order, each put in the lowest or the tightest gap it fits.
+
+The placement rule of the greedy strategies (:mod:`dsa.strategies.greedy` and its presets, the
+greedy members of :mod:`dsa.strategies.best`) and of :func:`dsa.compact`, which re-places a plan in
+ascending offset order with first fit. It lives below the strategies so that both use one copy:
+each buffer goes into a gap between the already-placed buffers whose lifetimes intersect its own, the
+smallest gap that fits (best fit, ties to the lowest offset) or the lowest one (first fit); when no
+gap fits, on top of the highest of them. Fixed buffers are placed first, at their offsets.
+
+This is the offset-calculation scheme of Y. Pisarchyk and J. Lee, "Efficient Memory Management for
+Deep Neural Net Inference", MLSys 2020 workshop, arXiv:2001.03288, generalised to any ordering,
+per-buffer alignment and fixed offsets.
+
+Complexity: O(n log n + E + sum_i k_i log k_i) time, where E is the number of intersecting lifetime
+pairs and k_i the placed neighbours of buffer i; O(n + E) memory.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dsa._kernels import ENGINES, use_numpy
+
+__all__ = ["greedy_offsets", "FITS"]
+
+FITS = ("best", "first")
+
+# Below this many rows, engine="auto" places by a numpy loop, without numba, unless the overlap graph
+# is built already: a small plan then costs no numba import and no kernel load (about 0.5 s in a fresh
+# process), and the loop (about 10 us per row) costs about as much as calling the kernel (about
+# 0.13 ms; 0.35 ms against it at 32 rows). dsa.address_overlap.SMALL_M is the validator's limit, the
+# same. Both paths give the same plan (tested). See dsa._kernels.use_numpy.
+SMALL_N = 32
+
+
+def greedy_offsets(problem, order, fit: str = "best", *, sweep=None, engine: str = "auto") -> np.ndarray:
+    """Offsets from placing the non-fixed rows in ``order`` (an array of row indices) with ``fit``.
+
+    Rows missing from ``order`` that are not fixed are placed last, by index. ``sweep`` (a
+    :class:`dsa.sweep.Sweep` of ``problem``) supplies the time-overlap graph; without one it is built.
+    With ``engine="auto"``, problems of fewer than ``SMALL_N`` rows whose overlap graph is not built
+    yet are placed by a numpy loop instead of the numba kernel (a rule on the size alone, see
+    :func:`dsa._kernels.use_numpy`; the environment variable ``DSA_ENGINE`` overrides it), and
+    problems whose rows mostly meet in time (:attr:`dsa.sweep.Sweep.dense`) by a kernel that needs no
+    overlap graph. ``engine="numpy"`` always takes the numpy loop (O(n^2) time and O(n) memory; numba
+    is never imported), ``engine="kernel"`` the kernels. All paths give the same plan.
+    """
+    if fit not in FITS:
+        raise ValueError(f"unknown fit {fit!r}; valid fits: {', '.join(FITS)}")
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; valid engines: {', '.join(ENGINES)}")
+
+    n = len(problem)
+    offsets = np.full(n, -1, dtype=np.int64)
+    if n == 0:
+        return offsets
+    fixed = problem.is_fixed
+    offsets[fixed] = problem.fixed_offsets[fixed]
+    order = np.asarray(order, dtype=np.int64)
+    order = order[~fixed[order]]
+    if len(order) != n - int(fixed.sum()):
+        seen = np.zeros(n, dtype=bool)
+        seen[order] = True
+        order = np.concatenate([order, np.flatnonzero(~seen & ~fixed)])
+    cold = sweep is None or "overlap" not in sweep.__dict__
+    if use_numpy(n, SMALL_N if cold else 0, engine):
+        return _place_small(problem, order, offsets, fit == "best")
+    from dsa._kernels.greedy import place, place_dense
+    from dsa.sweep import Sweep
+
+    sweep = sweep or Sweep(problem)
+    if "overlap" not in sweep.__dict__ and sweep.dense:
+        # most pairs meet: the overlap graph would take O(n^2) memory for little gain
+        place_dense(order, problem.starts, problem.ends, problem.sizes, problem.alignments, offsets,
+                    fit == "best")
+        return offsets
+    indptr, indices = sweep.overlap
+    place(order, problem.sizes, problem.alignments, offsets, indptr, indices, fit == "best")
+    return offsets
+
+
+def _place_small(problem, order, offsets, best_fit: bool) -> np.ndarray:
+    """The placement rule of the kernel ``dsa._kernels.greedy.place``, one numpy step per row: O(n^2)."""
+    starts, ends, sizes, aligns = problem.starts, problem.ends, problem.sizes, problem.alignments
+    solid = sizes > 0
+    for r in order.tolist():
+        size = int(sizes[r])
+        if size == 0:
+            offsets[r] = 0
+            continue
+        near = (offsets >= 0) & solid & (starts < ends[r]) & (ends > starts[r])
+        lo = offsets[near]
+        if len(lo) == 0:
+            offsets[r] = 0
+            continue
+        by_lo = np.argsort(lo, kind="stable")
+        lo = lo[by_lo]
+        hi = lo + sizes[near][by_lo]
+        a = int(aligns[r])
+        # the gap before neighbour t starts at the highest top among neighbours below it (or 0)
+        below = np.maximum.accumulate(np.r_[0, hi])
+        cand = -(-below[:-1] // a) * a
+        room = lo - cand
+        fits = np.flatnonzero(room >= size)
+        if len(fits) == 0:
+            offsets[r] = -(-int(below[-1]) // a) * a
+        elif best_fit:
+            offsets[r] = cand[fits[np.argmin(room[fits])]]  # argmin: ties to the lowest offset
+        else:
+            offsets[r] = cand[fits[0]]
+    return offsets
