@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-mip bench-peers bench-memory bench-profile bench-latency docs docs-figures docs-tables clean
+.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-generalise bench-mip bench-peers bench-memory bench-profile bench-latency docs docs-figures docs-tables clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,12 @@ bench-cold-start: $(PY)
 bench-exact: $(PY)
 	$(PIP) -e .
 	$(PY) benchmarks/exact_challenging.py --time-limit 60 --json out/exact.json
+
+# opt-in: best and exact at 5 s on rectangle-cut instances with a known optimum (LOAD), two families x
+# 1,500 / 3,000 / 5,000 buffers x 2 seeds (about 2 minutes). Writes out/generalise.json.
+bench-generalise: $(PY)
+	$(PIP) -e .
+	$(PY) benchmarks/generalise.py --time-limit 5 --json out/generalise.json
 
 # opt-in: exact side by side with omnimalloc's supermalloc (installed from PyPI into its own venv,
 # .venv-peers, never into dsa's), 20 s per instance each, supermalloc on 2 and on 8 threads (about 10

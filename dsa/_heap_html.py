@@ -13,7 +13,11 @@ JSON layout (``version`` 1), one entry per row in the column lists::
     {"version": 1, "title": str, "ids": [...], "start": [...], "end": [...], "size": [...],
      "offset": [...], "stacks": [[str, ...], ...], "stack": [int, ...] or null,
      "live_t": [...], "live_b": [...], "peak": int, "load": int, "lower_bound": int or null,
-     "capacity": int or null, "strategy": str, "status": str, "message": str, "time_s": float or null}
+     "capacity": int or null, "strategy": str, "status": str, "message": str, "time_s": float or null,
+     "conflict": [int, ...]}
+
+``conflict`` lists the rows of an INFEASIBLE solution's irreducible infeasible subset (empty
+otherwise): the page outlines them and names them in the legend and the tooltips.
 
 ``stack[i]`` indexes the table ``stacks`` (each op stack once, outermost op first), or is -1. Integer
 columns whose magnitude exceeds 2**53 (where JavaScript numbers stop being exact) are written as
@@ -120,6 +124,14 @@ def op_stacks_per_row(problem, op_stacks) -> list[tuple] | None:
     return [_stack_of(item, row) for row, item in enumerate(op_stacks)]
 
 
+def _conflict_rows(solution, n: int) -> list:
+    """The solution's conflict rows (see :attr:`dsa.Solution.conflict`) as a list of row indices."""
+    rows = getattr(solution, "conflict", None)
+    if rows is None:
+        return []
+    return sorted({int(i) for i in rows if isinstance(i, numbers.Integral) and 0 <= int(i) < n})
+
+
 def page_data(problem, offsets, *, solution=None, title: str | None = None, op_stacks=None) -> dict:
     """The JSON document the page draws (see the module docstring for its layout)."""
     from dsa.bounds import live_bytes, load
@@ -157,6 +169,7 @@ def page_data(problem, offsets, *, solution=None, title: str | None = None, op_s
         "status": "" if status is None else unicode_text(str(getattr(status, "value", status))),
         "message": unicode_text(str(getattr(solution, "message", "") or "")),
         "time_s": None if time_s is None else float(time_s),
+        "conflict": _conflict_rows(solution, n),
     }
     per_row = op_stacks_per_row(problem, op_stacks)
     if per_row is not None:

@@ -268,7 +268,7 @@ def _work(i: int, payload: dict, strategy, options: dict) -> tuple:
         return i, None, f"the strategy raised {type(exc).__name__}: {_reason(exc)}", _warnings_of(caught)
     out = {"offsets": sol.offsets, "peak": sol.peak, "lower_bound": sol.lower_bound,
            "status": sol.status.value, "message": sol.message, "strategy": sol.strategy,
-           "stats": sol.stats}
+           "stats": sol.stats, "conflict": sol.conflict}
     return i, out, "", _warnings_of(caught)
 
 
@@ -292,7 +292,7 @@ def _pin_numba(n):
 
 def _accept(i: int, problem, out: dict | None, error: str, name: str, validate: bool):
     """The Solution of a worker's answer, checked here: the worker's success flag is not trusted."""
-    from dsa.solution import Solution, Status, plan_peak
+    from dsa.solution import Solution, Status, as_conflict, plan_peak
 
     if out is None:
         return _failed(i, name, error)
@@ -318,7 +318,8 @@ def _accept(i: int, problem, out: dict | None, error: str, name: str, validate: 
                and status in (Status.OPTIMAL, Status.FEASIBLE, Status.LIMIT_REACHED)
                and (cap is None or out["peak"] <= cap))
     return Solution(offsets=offsets, peak=out["peak"], lower_bound=int(out["lower_bound"]), status=status,
-                    success=success, message=out["message"], strategy=out["strategy"], stats=out["stats"])
+                    success=success, message=out["message"], strategy=out["strategy"], stats=out["stats"],
+                    conflict=as_conflict(problem, out.get("conflict")) if status is Status.INFEASIBLE else None)
 
 
 # --- the parallel run ---------------------------------------------------------------------------

@@ -101,6 +101,8 @@ def _cmd_solve(args) -> int:
           f"peak={sol.peak} LOAD={dsa.load(problem)} lower_bound={sol.lower_bound} peak/LB={sol.ratio:.4f} "
           f"time={sol.stats['time_s'] * 1e3:.2f} ms")
     print(sol.message)
+    if sol.conflict is not None:
+        _print_conflict(problem, sol)
     if args.output and sol.offsets is not None:
         out = Path(args.output)
         (dsa.write_json if out.suffix.lower() == ".json" else dsa.write_csv)(out, problem, sol)
@@ -109,6 +111,23 @@ def _cmd_solve(args) -> int:
         written = _plot(problem, sol, args.plot, Path(args.input), f"{Path(args.input).stem}: {sol.strategy}")
         print(f"heap map written to {written}")
     return EXIT_OK if sol.success else EXIT_INVALID
+
+
+def _print_conflict(problem, sol, most: int = 200) -> None:
+    """The rows of an INFEASIBLE solution's conflict, one a line, with their labels."""
+    rows = sol.conflict
+    print(f"conflict: these {len(rows)} buffers cannot fit in the capacity {problem.capacity} together; "
+          "removing any one of them makes the rest fit:")
+    for i in rows[:most]:
+        extra = ""
+        if problem.alignments[i] != 1:
+            extra += f" alignment={int(problem.alignments[i])}"
+        if problem.is_fixed[i]:
+            extra += f" fixed_offset={int(problem.fixed_offsets[i])}"
+        print(f"  row {i} id={problem.ids[i]!r} lifetime=[{int(problem.starts[i])}, {int(problem.ends[i])}) "
+              f"size={int(problem.sizes[i])}{extra}")
+    if len(rows) > most:
+        print(f"  ... and {len(rows) - most} more rows")
 
 
 SUMMARY_FIELDS = ("file", "n", "peak", "load", "ratio", "status", "time_s", "message", "plan")

@@ -350,6 +350,8 @@ def write_json(path, problem: Problem, solution=None) -> None:
     """Write ``problem`` (and optionally a solution) as JSON: ``{"capacity", "buffers": [...], "solution"}``.
 
     Each buffer is ``{"id", "start", "end", "size"}`` plus ``alignment`` and a fixed ``offset`` when set.
+    A solution with a conflict (status INFEASIBLE, see :attr:`dsa.Solution.conflict`) adds
+    ``"conflict"`` (its row indices) and ``"conflict_ids"`` (their ids) to ``"solution"``.
     """
     doc = {"format": "dsa", "version": 1, "capacity": problem.capacity, "buffers": problem.to_records()}
     if solution is not None:
@@ -359,6 +361,10 @@ def write_json(path, problem: Problem, solution=None) -> None:
                 plan[key] = getattr(solution, key)
         if hasattr(solution, "status"):
             plan["status"] = str(solution.status)
+        conflict = getattr(solution, "conflict", None)
+        if conflict is not None:  # an irreducible infeasible subset: its rows and their ids
+            plan["conflict"] = [int(i) for i in conflict]
+            plan["conflict_ids"] = [problem.ids[int(i)] for i in conflict]
         doc["solution"] = plan
     try:
         text = json.dumps(doc, indent=1, default=_plain)

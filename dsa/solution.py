@@ -70,6 +70,11 @@ class Solution:
     stats : dict
         ``time_s`` (wall time of the strategy) and strategy-specific figures, such as the winner of a
         portfolio or the nodes of a search.
+    conflict : tuple of int or None
+        Only with status INFEASIBLE, and only when the strategy found one (``exact`` does): the rows
+        of an irreducible infeasible subset, sorted. They cannot all fit in the capacity together,
+        and they can once any one of them is removed: the buffers to shrink, split or move. None
+        otherwise.
     """
 
     offsets: np.ndarray | None
@@ -80,6 +85,7 @@ class Solution:
     message: str = ""
     strategy: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
+    conflict: tuple[int, ...] | None = None
 
     @property
     def ratio(self) -> float:
@@ -97,7 +103,8 @@ class Solution:
 
 def make_solution(problem, offsets, *, strategy: str, status: Status = Status.FEASIBLE,
                   message: str = "", stats: dict | None = None, lower_bound: int = 0,
-                  limit_reached: bool = False, error: str | None = None) -> Solution:
+                  limit_reached: bool = False, error: str | None = None,
+                  conflict=None) -> Solution:
     """Build a strategy's raw result: its offsets and the facts of its run; the front end decides the status.
 
     Strategies call this and report facts, not verdicts: the offsets, a lower bound on the optimal
@@ -130,6 +137,9 @@ def make_solution(problem, offsets, *, strategy: str, status: Status = Status.FE
         its plan proves optimal).
     error : str, optional
         The strategy failed: why (status ERROR).
+    conflict : sequence of int, optional
+        Rows that the strategy proved an irreducible infeasible subset (kept by :func:`finalize`
+        only when the status it decides is INFEASIBLE).
     """
     if error is not None:
         status, message = Status.ERROR, error
@@ -142,7 +152,23 @@ def make_solution(problem, offsets, *, strategy: str, status: Status = Status.FE
     peak = plan_peak(problem, offsets)
     return Solution(offsets=offsets, peak=peak, lower_bound=int(lower_bound), status=status,
                     success=status in (Status.OPTIMAL, Status.FEASIBLE, Status.LIMIT_REACHED),
-                    message=message, strategy=strategy, stats=dict(stats or {}))
+                    message=message, strategy=strategy, stats=dict(stats or {}),
+                    conflict=as_conflict(problem, conflict))
+
+
+def as_conflict(problem, rows) -> tuple[int, ...] | None:
+    """Conflict rows as a sorted tuple of distinct row indices; None for None, an empty set, or rows
+    that are not row indices of ``problem`` (a conflict that names no rows is no conflict)."""
+    if rows is None:
+        return None
+    try:
+        values = sorted({int(i) for i in rows if isinstance(i, numbers.Integral) and not isinstance(i, bool)})
+        count = len(set(rows))
+    except TypeError:
+        return None
+    if not values or len(values) != count or values[0] < 0 or values[-1] >= len(problem):
+        return None
+    return tuple(values)
 
 
 def _row(problem, i: int) -> str:
@@ -328,5 +354,20 @@ def finalize(problem, solution: Solution, lower_bound: int, *, error: str | None
         message = "not validated (validate=False): check the plan with dsa.validate before using it"
     if peak is not None and status is not Status.ERROR:
         stats["gap"] = (peak - lower_bound) / peak if peak else 0.0
+    # a conflict is a fact about a proven-infeasible capacity: kept with status INFEASIBLE only
+    conflict = as_conflict(problem, solution.conflict) if status == Status.INFEASIBLE else None
+    if conflict is not None and "(conflict: rows" not in message:  # (not twice, if finalized again)
+        message += (f"; {len(conflict)} rows cannot fit together, and can once any one of them is "
+                    f"removed (conflict: rows {_rows_text(conflict)})")
+    elif status == Status.INFEASIBLE and stats.get("conflict_cut") and "could not be minimised" not in message:
+        message += ("; the conflict set could not be minimised in time (the time or node limit ran out, "
+                    "or a busy period is too large to search): stats['infeasible_core'] holds rows proven "
+                    "infeasible together, not proven irreducible")
     return Solution(offsets=offsets, peak=peak, lower_bound=int(lower_bound), status=status,
-                    success=success, message=message, strategy=solution.strategy, stats=stats)
+                    success=success, message=message, strategy=solution.strategy, stats=stats,
+                    conflict=conflict)
+
+
+def _rows_text(rows, most: int = 12) -> str:
+    text = ", ".join(str(i) for i in rows[:most])
+    return text + (f", ... ({len(rows)} in all)" if len(rows) > most else "")

@@ -38,7 +38,7 @@ from dsa.budget import check_seed
 from dsa.solution import plan_peak
 from dsa.strategies._orders import ORDERINGS
 
-__all__ = ["search_orders"]
+__all__ = ["search_orders", "repair_windows", "REPAIR_WINDOWS", "REPAIR_SLICE_S"]
 
 _DEFAULTS = dict(hist_len=64, stall=20000, band_div=8, lex=False, w_peak=0.0, line_frac=0.5, blame=False,
                  p_squeaky_insert=0.45, p_squeaky_swap=0.2, p_random_swap=0.2, p_flip_fit=0.01)
@@ -116,6 +116,19 @@ class _Search:
                             self.order, self.pos, self.offsets, self.tops, self.area, *self.sl,
                             self.order_c, self.pos_c, self.offsets_c, self.tops_c, self.area_c, *self.cl,
                             self.best_order, self.best_offsets)
+
+
+class _Improvements(list):
+    """The list of ``(seconds, peak)`` of a search, which also tells ``progress`` of each new entry."""
+
+    def __init__(self, items, progress=None):
+        super().__init__(items)
+        self.progress = progress
+
+    def append(self, item) -> None:
+        super().append(item)
+        if self.progress is not None:
+            self.progress(*item)
 
 
 def _start_orders(problem, offsets, free, order):
@@ -233,7 +246,7 @@ def _improve_windows(problem, work, fixed_mask, bound, start_peak, rng_seed, prm
 
 
 def search_orders(problem, offsets, *, time_limit: float = 1.0, seed=None, order=None, iterations=None,
-                  window: int = 1000, **params):
+                  window: int = 1000, progress=None, **params):
     """Lower the peak of a plan by a seeded local search over greedy orders.
 
     Parameters
@@ -282,8 +295,8 @@ def search_orders(problem, offsets, *, time_limit: float = 1.0, seed=None, order
     n = len(problem)
     offsets = np.asarray(offsets, dtype=np.int64)
     start_peak = plan_peak(problem, offsets)
-    stats = {"iterations": 0, "improvements": [(0.0, start_peak)], "start_peak": start_peak,
-             "final_peak": start_peak}
+    stats = {"iterations": 0, "improvements": _Improvements([(0.0, start_peak)], progress),
+             "start_peak": start_peak, "final_peak": start_peak}
     if n == 0:
         return offsets.copy(), stats
     fixed_mask = problem.is_fixed
@@ -334,3 +347,108 @@ def search_orders(problem, offsets, *, time_limit: float = 1.0, seed=None, order
         result = offsets.copy()
     stats["final_peak"] = plan_peak(problem, result)
     return result, stats
+
+
+# repair_windows: rows contained in the k-th window (cycled), and seconds of canonical search per window
+REPAIR_WINDOWS = (400, 800, 200, 1200)
+REPAIR_SLICE_S = 0.2
+
+
+def _contained_window(problem, r, target, shift=0.5):
+    """A time range ``[a, b)`` around row ``r``'s lifetime that contains about ``target`` lifetimes
+    (widened on both sides by doubling, then bisected), its width shared between the two sides as
+    ``shift`` (in [0, 1]) to 1 - ``shift``; O(n log T)."""
+    starts, ends = problem.starts, problem.ends
+    a0, b0 = int(starts[r]), int(ends[r])
+    lo_t, hi_t = int(starts.min()), int(ends.max())
+
+    def count(w):
+        return int(np.count_nonzero((starts >= a0 - w) & (ends <= b0 + w)))
+
+    w = 1
+    while count(w) < target and (a0 - w > lo_t or b0 + w < hi_t):
+        w *= 2
+    lo, hi = w // 2, w
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if count(mid) <= target:
+            lo = mid
+        else:
+            hi = mid
+    left = int(round(2 * lo * float(shift)))
+    return max(lo_t, a0 - left), b0 + 2 * lo - left
+
+
+def repair_windows(problem, offsets, *, time_limit: float, seed=None, progress=None):
+    """Lower the peak of a plan by large-neighbourhood search with an exact repair step.
+
+    Each step takes a random row at the peak and a time range ``[a, b)`` around it that contains
+    about ``REPAIR_WINDOWS[k]`` lifetimes (cycled), placed at random around the row's lifetime; the
+    rows whose lifetimes lie inside it are ripped up and re-placed by the canonical search of
+    :mod:`dsa.strategies._canonical_search` (MiniMalloc's, Moffitt, ASPLOS 2023), for
+    ``REPAIR_SLICE_S`` seconds, below the current peak: every other row that meets ``[a, b)`` is a
+    fixed obstacle, cut to ``[a, b)`` in time and to the peak minus one in
+    address. A window re-planned below the peak is kept; the peak falls once every row at it has been
+    moved. This is the large-neighbourhood search of Shaw (CP 1998) with the exact search as repair.
+
+    Parameters
+    ----------
+    problem : Problem
+    offsets : array of int
+        A valid plan; the result is never worse.
+    time_limit : float
+        Seconds (finite).
+    seed : int, optional
+        Seed of the choice of rows at the peak.
+    progress : callable, optional
+        Called as ``progress(seconds, peak)`` each time the peak falls.
+
+    Returns
+    -------
+    (offsets, stats)
+        ``stats``: ``windows`` (repairs tried), ``repaired`` (windows re-planned below the peak),
+        ``improvements`` (``(seconds, peak)``, the first being the start).
+    """
+    from dsa.problem import Problem
+    from dsa.strategies._canonical_search import lower_peak
+
+    t0 = time.perf_counter()
+    deadline = t0 + float(time_limit)
+    plan = np.asarray(offsets, dtype=np.int64).copy()
+    peak = plan_peak(problem, plan)
+    stats = {"windows": 0, "repaired": 0, "improvements": _Improvements([(0.0, peak)], progress)}
+    bound = lower_bound(problem)
+    rng = np.random.default_rng(check_seed(seed))
+    movable = ~problem.is_fixed & (problem.sizes > 0)
+    sized = problem.sizes > 0
+    while peak > bound and time.perf_counter() < deadline:
+        cand = np.flatnonzero((plan + problem.sizes == peak) & movable)
+        if len(cand) == 0:
+            break
+        r = int(cand[rng.integers(len(cand))])
+        a, b = _contained_window(problem, r, REPAIR_WINDOWS[stats["windows"] % len(REPAIR_WINDOWS)],
+                                 rng.random())
+        stats["windows"] += 1
+        inside = (problem.starts >= a) & (problem.ends <= b)
+        free = np.flatnonzero(inside & movable)
+        cap = peak - 1
+        obst = np.flatnonzero((problem.starts < b) & (problem.ends > a) & sized & ~(inside & movable)
+                              & (plan < cap))
+        k = len(free)
+        sub = Problem(np.concatenate([problem.starts[free], np.maximum(problem.starts[obst], a)]),
+                      np.concatenate([problem.ends[free], np.minimum(problem.ends[obst], b)]),
+                      np.concatenate([problem.sizes[free],
+                                      np.minimum(problem.sizes[obst], cap - plan[obst])]),
+                      alignments=np.concatenate([problem.alignments[free], np.ones(len(obst), np.int64)]),
+                      fixed_offsets=np.concatenate([np.full(k, -1, dtype=np.int64), plan[obst]]))
+        start = np.concatenate([plan[free], plan[obst]])
+        slice_s = max(0.0, min(REPAIR_SLICE_S, deadline - time.perf_counter()))
+        out, _ = lower_peak(sub, start, time_limit=slice_s)
+        if plan_peak(sub, out) <= cap:  # every ripped-up row is below the peak (obstacles are exact there)
+            plan[free] = out[:k]
+            stats["repaired"] += 1
+            new = plan_peak(problem, plan)
+            if new < peak:
+                peak = new
+                stats["improvements"].append((time.perf_counter() - t0, peak))
+    return plan, stats

@@ -12,7 +12,10 @@ as a plan reaches the lower bound (LOAD), which proves it optimal.
 
 Phase 2, the improvement (within what remains of ``time_limit``): a MiniMalloc-style search over
 canonical plans (Moffitt, ASPLOS 2023), then a local search over greedy orders (squeaky wheel, Joslin &
-Clements 1999, under late acceptance, Burke & Bykov 2017); see :func:`_improve`.
+Clements 1999, under late acceptance, Burke & Bykov 2017), restarted from the incumbent until the time
+limit; on large problems a large-neighbourhood search (Shaw, CP 1998) whose repair step is the
+canonical search re-plans time windows around the peak first. See :func:`_improve` and
+:func:`improve_plan`. It stops before the limit only at a proven bound.
 
 Greedy by size alone misses LOAD on traces where two large buffers that never meet are stacked at
 the same offset and block a later pair (see the tests); another ordering often avoids that.
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -37,7 +41,7 @@ from dsa.strategies._call import call
 from dsa.strategies._orders import ORDERINGS, order_rows
 from dsa.strategies.greedy import FITS, greedy_offsets
 
-__all__ = ["solve", "portfolio_head", "MEMBERS", "STRATEGY_MEMBERS"]
+__all__ = ["solve", "portfolio_head", "improve_plan", "MEMBERS", "STRATEGY_MEMBERS"]
 
 # greedy_by_size (lowest fit) first: on ties the portfolio returns the classic plan
 MEMBERS = tuple((order, fit) for order in ("size", *sorted(set(ORDERINGS) - {"size"}))
@@ -221,36 +225,154 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
     return state
 
 
-def _improve(problem, offsets, bound, budget, seed):
+def _derived_seed(seed, k: int) -> int:
+    """The seed of the ``k``-th restart of the local search (``k >= 1``), drawn from ``seed``."""
+    state = np.random.SeedSequence([check_seed(seed), k]).generate_state(1, dtype=np.uint32)
+    return int(state[0])
+
+
+# windows of the k-th restart of the local search on large problems (rows per window; cycled)
+RESTART_WINDOWS = (1000, 600, 1500, 400, 2000)
+# share of the time left that a turn of window repairs gets on large problems (the local search gets
+# what it leaves; measured on rectangle cuts of 3,000-5,000 buffers at 5 s: 1.0 beat 0.5 on 2 seeds)
+REPAIR_SHARE = 1.0
+# share of the time left that the canonical search of the whole problem gets on problems of more than
+# 1,000 rows, improve_plan the rest (rectangle cuts of 1,500 rows at 5 s: its probes stop finding plans
+# after a few tenths of a second, and 0.3 gave a mean of 1.0855 x LOAD against 1.0935 with 1.0)
+CANONICAL_SHARE = 0.3
+
+
+def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
+    """Run the local search over greedy orders until the budget ends or the plan reaches ``target``.
+
+    On problems of more than 1,000 movable rows with a deadline, turns alternate between a
+    large-neighbourhood search whose repair step is the canonical search
+    (:func:`dsa.strategies._local_search.repair_windows`, ``REPAIR_SHARE`` of the time left) and the
+    local search over greedy orders; on smaller ones the local search runs alone. The local search's
+    first run is :func:`dsa.strategies._local_search.search_orders` with ``seed``; when it stops
+    before the deadline (on a large problem, once no time window around the peak can be lowered), it
+    restarts from the incumbent with a seed derived from ``seed`` and the restart's number, and a
+    window of another size (``RESTART_WINDOWS``), so the budget is spent improving. Without a deadline
+    (``budget.deadline`` None) the local search runs once, as ``search_orders`` does.
+
+    Parameters
+    ----------
+    problem : Problem
+    offsets : array of int
+        A valid plan; the result is never worse.
+    target : int
+        A peak that ends the search (the proven lower bound).
+    budget : dsa.budget.Budget
+    seed : int
+    t0 : float, optional
+        ``time.perf_counter()`` at the start of the call: improvement times are counted from it.
+    log : callable, optional
+        Called as ``log(seconds, peak)`` at each lower peak.
+
+    Returns
+    -------
+    (offsets, stats)
+        ``stats``: ``local_iterations``, ``local_s``, ``local_restarts``, on large problems
+        ``repair_windows`` (windows tried) and ``repaired`` (windows re-planned below the peak), and
+        ``improvements`` (a list of ``(seconds since t0, peak)``).
+    """
+    from dsa.strategies._local_search import repair_windows, search_orders
+
+    start = time.perf_counter()
+    t0 = start if t0 is None else t0
+    out = np.asarray(offsets, dtype=np.int64)
+    peak = plan_peak(problem, out)
+    stats = {"local_iterations": 0, "local_restarts": 0, "improvements": []}
+    state = {"peak": peak}
+
+    def progress(seconds, new_peak):
+        if new_peak < state["peak"]:  # (as the search finds it: the log shows the incumbent falling)
+            state["peak"] = new_peak
+            stats["improvements"].append((began - t0 + seconds, new_peak))
+            if log is not None:
+                log(began - t0 + seconds, new_peak)
+
+    # on large problems (the local search works a window at a time there, and the canonical search
+    # cannot take a whole busy period) the repair of time windows by the canonical search comes first,
+    # local-search runs when it stops before the deadline
+    movable = int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
+    large = budget.deadline is not None and movable > 1000
+    k = 0  # local-search runs
+    turn = 0
+    while peak > target and not budget.exhausted:
+        began = time.perf_counter()
+        if large and turn % 2 == 0:
+            left = budget.remaining()
+            new, info = repair_windows(problem, out, time_limit=left * REPAIR_SHARE,
+                                       seed=_derived_seed(seed, 1000 + turn), progress=progress)
+            stats["repair_windows"] = stats.get("repair_windows", 0) + info["windows"]
+            stats["repaired"] = stats.get("repaired", 0) + info["repaired"]
+        else:
+            kw = {} if k == 0 else {"window": RESTART_WINDOWS[k % len(RESTART_WINDOWS)]}
+            new, info = search_orders(problem, out, time_limit=budget.remaining(),
+                                      seed=seed if k == 0 else _derived_seed(seed, k), progress=progress,
+                                      **kw)
+            stats["local_iterations"] += info["iterations"]
+            k += 1
+        turn += 1
+        if plan_peak(problem, new) < peak:
+            out = new
+            progress(time.perf_counter() - began, plan_peak(problem, out))  # (if the search did not)
+        peak = state["peak"] = plan_peak(problem, out)
+        if budget.deadline is None:
+            break  # no deadline: one run, which ends by its own stopping rule
+    stats["local_restarts"] = max(0, k - 1)
+    stats["local_s"] = time.perf_counter() - start
+    return out, stats
+
+
+def _improve(problem, offsets, bound, budget, seed, t0, log=None):
     """Phase 2: search for a lower plan until the budget, the bound or a proof ends it.
 
     1. A MiniMalloc-style search over canonical plans (:mod:`dsa.strategies._canonical_search`; Moffitt,
        ASPLOS 2023) probes capacities below the incumbent's peak with node-limited searches whose
        budgets grow round by round; a probe it completes without a plan proves a lower bound. It
        works on busy periods of up to ``_canonical_search.MAX_BUFFERS`` buffers and stops early when the peak
-       is set by a larger one.
+       is set by a larger one. On problems of more than 1,000 rows it gets ``CANONICAL_SHARE`` of
+       the time left.
     2. With time left, a local search over greedy orders (:mod:`dsa.strategies._local_search`: squeaky
        wheel moves under late acceptance; around the peak, a time window at a time, on large
-       problems) takes over.
+       problems) takes over, restarted from the incumbent until the time limit; on problems of more
+       than 1,000 rows, time windows around the peak re-planned by the canonical search come first
+       (:func:`improve_plan`).
 
-    Returns ``(offsets, proven_bound, stats)``.
+    Returns ``(offsets, proven_bound, stats)``; ``stats["improvements"]`` lists ``(seconds since t0,
+    peak)`` of each lower plan.
     """
     from dsa.strategies._canonical_search import lower_peak
-    from dsa.strategies._local_search import search_orders
 
-    out, info = lower_peak(problem, offsets, time_limit=budget.remaining())
+    improvements = []
+    start_peak = plan_peak(problem, offsets)
+
+    def progress(event, c, new_peak, new_lo, nodes):
+        if event == "plan":
+            improvements.append((time.perf_counter() - t0, new_peak))
+            if log is not None:
+                log(improvements[-1][0], new_peak)
+
+    movable = int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
+    share = CANONICAL_SHARE if movable > 1000 and budget.deadline is not None else 1.0
+    out, info = lower_peak(problem, offsets, time_limit=budget.remaining() * share, progress=progress)
     proven = int(info["proven_lower_bound"])
     stats = {"nodes": info["nodes"], "search_probes": len(info["probes"]),
              "search_s": info["time"]}
+    if plan_peak(problem, out) > start_peak:  # (never: lower_peak keeps the incumbent)
+        out = offsets
     if plan_peak(problem, out) > max(bound, proven) and not budget.exhausted:
-        t0 = time.perf_counter()
-        out, info = search_orders(problem, out, time_limit=budget.remaining(), seed=seed)
-        stats.update(local_iterations=info["iterations"], local_s=time.perf_counter() - t0)
+        out, info = improve_plan(problem, out, max(bound, proven), budget, seed, t0=t0, log=log)
+        improvements += info.pop("improvements")
+        stats.update(info)
+    stats["improvements"] = improvements
     return out, proven, stats
 
 
 def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, restarts: int = 0,
-          improve: bool = True, seed=None, sweep=None, context=None):
+          improve: bool = True, seed=None, sweep=None, context=None, verbose: bool = False):
     """Plan with every member and keep the lowest peak; then improve it within ``time_limit``.
 
     Parameters
@@ -279,6 +401,9 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
         The planning context (passed by :func:`dsa.solve` through :func:`dsa.strategies.call`): its
         sweep and lower bound are used, the portfolio's members get it, and the plan is offered to it
         as the incumbent.
+    verbose : bool, default False
+        Print the incumbent's peak to stderr each time it falls (seconds since the call began, peak,
+        peak / lower bound).
 
     Returns
     -------
@@ -287,13 +412,19 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
         every member that ran to its peak; ``stats["portfolio_peak"]``, ``stats["improved"]`` (bytes
         the improvement phase saved), ``stats["nodes"]`` (of the canonical search),
         ``stats["search_probes"]``, ``stats["search_s"]``, and when the local search ran
-        ``stats["local_iterations"]`` and ``stats["local_s"]`` describe phase 2. A capacity the search
-        proved infeasible raises ``lower_bound`` above LOAD. The result reports that a limit stopped it
-        (status ``LIMIT_REACHED`` once finalized) when the time limit cut the portfolio
-        (``stats["portfolio_cut"]``) or the improvement phase short of the lower bound.
+        ``stats["local_iterations"]``, ``stats["local_restarts"]``, ``stats["local_s"]`` (and on
+        large problems ``stats["repair_windows"]``, ``stats["repaired"]``) describe phase 2.
+        ``stats["last_improvement_s"]`` is when (seconds since the call began) the returned plan was
+        found, ``stats["last_improvement_fraction"]`` the same as a share of ``time_limit``, and
+        ``stats["improvements"]`` lists ``(seconds, peak)`` of each lower incumbent (the portfolio's
+        plan first). Phase 2 runs until the time limit unless it reaches the lower bound. A
+        capacity the search proved infeasible raises ``lower_bound`` above LOAD. The result reports
+        that a limit stopped it (status ``LIMIT_REACHED`` once finalized) when the time limit cut the
+        portfolio (``stats["portfolio_cut"]``) or the improvement phase short of the lower bound.
     """
     if not isinstance(restarts, (int, np.integer)) or isinstance(restarts, bool) or restarts < 0:
         raise ValueError(f"restarts must be a non-negative int, got {restarts!r}")
+    t_call = time.perf_counter()
     budget = Budget(time_limit)
     seed = 0 if seed is None else seed
     context = context if context is not None else Context(problem, sweep=sweep)
@@ -309,6 +440,15 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
     best, best_peak = phase1["best"], phase1["peak"]
     stats = {"member": phase1["winner"], "peaks": phase1["peaks"], "portfolio_peak": best_peak,
              "portfolio_s": time.perf_counter() - t0, "improved": 0}
+    improvements = [] if best_peak is None else [(time.perf_counter() - t_call, best_peak)]
+
+    def log(seconds, peak):
+        print(f"best: {seconds:8.3f} s  peak {peak}  ({peak / bound if bound else 1.0:.4f} x bound {bound})",
+              file=sys.stderr, flush=True)
+
+    log = log if verbose else None
+    if log is not None and improvements:
+        log(*improvements[0])
     limited, proven, message = False, 0, ""
     if phase1["cut"]:
         stats["portfolio_cut"] = True  # the time limit ended the portfolio before all members ran
@@ -316,8 +456,9 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
         message = (f"the time limit ({budget.time_limit:g} s) ended the portfolio at peak {best_peak} "
                    f"(lower bound {bound}; members run: {len(phase1['peaks'])})")
     if improve and best is not None and best_peak > bound and not budget.exhausted:
-        offsets, proven, info = _improve(problem, best, bound, budget, seed)
+        offsets, proven, info = _improve(problem, best, bound, budget, seed, t_call, log)
         peak = plan_peak(problem, offsets)
+        improvements += [(t, p) for t, p in info.pop("improvements") if p < best_peak]
         if peak < best_peak:
             best, stats["improved"] = offsets, best_peak - peak
         stats.update(info)
@@ -330,6 +471,11 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
         limited = True
         message = (f"the time limit ({budget.time_limit:g} s) ended the search after the portfolio, at peak "
                    f"{best_peak} (lower bound {bound}): the improvement phase did not run")
+    if improvements:
+        stats["last_improvement_s"] = improvements[-1][0]
+        if budget.time_limit is not None and budget.time_limit > 0:
+            stats["last_improvement_fraction"] = min(1.0, improvements[-1][0] / budget.time_limit)
+    stats["improvements"] = improvements
     context.offer(best)
     # facts only (the plan, what was proven, whether the time limit cut the work short): dsa.solve's
     # finalize decides the status

@@ -45,15 +45,25 @@ OPTIMAL when it meets the bound), or proves that none exists (status INFEASIBLE,
 ``lower_bound = C + 1``, the portfolio's plan is returned for inspection), or runs out of budget
 (LIMIT_REACHED).
 
+Conflicts. A capacity proven infeasible comes with ``conflict``: the rows of an irreducible
+infeasible subset (infeasible together, feasible once any one is removed), found by the deletion
+filter of MiniMalloc (:func:`conflict_filter`) within what is left of the time and node limits.
+When they run out first, no conflict is returned (``stats["conflict_cut"]``, and
+``stats["infeasible_core"]``: rows proven infeasible together, not proven irreducible).
+
 Complexity: the portfolio costs a few greedy runs, O(n log n + E) each. A search node costs
 O(m + S + deg) for a busy period of ``m`` buffers and ``S`` sections; the number of nodes is
 exponential in the worst case (the problem is strongly NP-hard), so the search is bounded by
 ``time_limit`` and ``node_limit``. Busy periods of more than
-``dsa.strategies._canonical_search.MAX_BUFFERS`` buffers are not searched; their portfolio offsets
-are kept and nothing is proven about them.
+``dsa.strategies._canonical_search.MAX_BUFFERS`` buffers are not searched; nothing is proven about
+them. In minimisation under a time limit (and no node limit), time that the canonical search leaves
+(such a period sets the peak) goes to :func:`dsa.strategies.best.improve_plan` (time windows around
+the peak re-planned by the canonical search, and the local search over greedy orders) until the
+limit: the call never returns early with the portfolio's plan.
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 
@@ -64,7 +74,7 @@ from dsa.context import Context
 from dsa.solution import finalize, make_solution, plan_peak
 from dsa.strategies._call import call
 
-__all__ = ["solve"]
+__all__ = ["solve", "conflict_filter"]
 
 BUDGET0_PER_BUFFER = 2   # first round: this many nodes per buffer of the largest period, per probe
 GROWTH = 2               # the node budget per probe is multiplied by this after every round
@@ -142,11 +152,29 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     >>> sol.peak, sol.lower_bound, sol.status.value
     (7, 7, 'optimal')
     """
+    t0 = time.perf_counter()
+    budget = Budget(time_limit, node_limit)
+    raw = _search(problem, time_limit=time_limit, node_limit=node_limit, seed=seed, verbose=verbose,
+                  sweep=sweep, context=context, budget=budget)
+    cap = problem.capacity
+    if cap is None or raw.lower_bound <= cap:
+        return raw
+    # proven infeasible: the rows that make it so (a deletion filter over the decision search)
+    conflict, core, info = conflict_filter(problem, budget=budget, seed=seed, sweep=sweep)
+    stats = {**raw.stats, **info, "search_s": time.perf_counter() - t0}
+    if conflict is None:
+        stats["conflict_cut"] = True
+        stats["infeasible_core"] = [int(i) for i in core]
+    return dataclasses.replace(raw, stats=stats, conflict=conflict)
+
+
+def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, budget=None):
+    """:func:`solve` without the conflict filter: the search's raw result (``budget``: the call's)."""
     from dsa.strategies import _canonical_search as canonical
     from dsa.strategies import best
 
     t0 = time.perf_counter()
-    budget = Budget(time_limit, node_limit)
+    budget = budget if budget is not None else Budget(time_limit, node_limit)
     log = _Log(verbose, t0)
     context = context if context is not None else Context(problem, sweep=sweep)
     bound = context.lower_bound
@@ -196,7 +224,7 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     log.header(problem, bound, peak)
     if first is not None:
         log.line(used, peak, lo, "plan found at the bound", force=True)
-    state = {"offsets": offsets, "peak": peak, "lo": lo}
+    state = {"offsets": offsets, "peak": peak, "lo": lo, "found_s": time.perf_counter() - t0}
     # a period too large to search keeps its portfolio plan: no capacity below its peak can be
     # reached (or disproved) by the search
     stuck = search.stuck(offsets)
@@ -250,6 +278,8 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
         stats["threads"] = search.width
     elif cap is None and max(lo, stuck) < state["peak"]:
         def progress(event, c, new_peak, new_lo, nodes):
+            if new_peak < state["peak"]:
+                state["found_s"] = time.perf_counter() - t0
             state["peak"], state["lo"] = new_peak, new_lo
             if event == "proof" and len(stats["proofs"]) < 20 and c not in stats["proofs"]:
                 stats["proofs"].append(c)
@@ -270,6 +300,26 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
         stats["threads"] = info.get("threads", 1)
         if max(state["lo"], stuck) < state["peak"]:
             limited = True
+    if (cap is None and node_limit is None and budget.deadline is not None and not budget.exhausted
+            and state["lo"] < state["peak"]):
+        # time left and no proof: the canonical search cannot lower the peak (a busy period too large
+        # to search sets it), so best's improvement phase (window repairs, local search) spends the rest
+        def improved(seconds, new_peak):
+            state["found_s"] = seconds
+            log.line(stats["nodes"], new_peak, state["lo"], "plan found by the improvement phase",
+                     force=True)
+
+        out, info = best.improve_plan(problem, state["offsets"], state["lo"], budget,
+                                      0 if seed is None else seed, t0=t0,
+                                      log=improved)
+        if plan_peak(problem, out) < state["peak"]:
+            state["offsets"], state["peak"] = out, plan_peak(problem, out)
+        info.pop("improvements")
+        stats.update(info)
+        limited = limited or state["lo"] < state["peak"]
+    stats["last_improvement_s"] = state["found_s"]
+    if budget.time_limit is not None:
+        stats["last_improvement_fraction"] = min(1.0, state["found_s"] / budget.time_limit)
     peak, lo = state["peak"], state["lo"]
     lo = min(lo, peak)  # (a plan of peak P proves nothing above P)
     if cut:
@@ -293,3 +343,136 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
     if log.verbose:
         log.line(stats["nodes"], peak, lo, f"done: {finalize(problem, raw, bound).status.value}", force=True)
     return raw
+
+
+def _periods(problem, rows) -> list[np.ndarray]:
+    """``rows`` cut into busy periods of their own: time ranges that no row of them spans (each
+    period can be planned apart from the others, so a set of rows is infeasible exactly when one of
+    its periods is)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if len(rows) == 0:
+        return []
+    rows = rows[np.lexsort((rows, problem.starts[rows]))]
+    starts, ends = problem.starts[rows], problem.ends[rows]
+    reach = np.maximum.accumulate(ends)
+    cuts = np.flatnonzero(starts[1:] >= reach[:-1]) + 1
+    return [np.sort(part) for part in np.split(rows, cuts)]
+
+
+def conflict_filter(problem, *, budget=None, seed=None, sweep=None):
+    """An irreducible infeasible subset of the rows of ``problem`` at its capacity, by a deletion filter.
+
+    The rows are infeasible together (no plan within ``problem.capacity`` exists) and each row is
+    needed: once any one of them is removed, a plan fits. This is the deletion filter of
+    M. D. Moffitt, "MiniMalloc: A Lightweight Memory Allocator for Hardware-Accelerated Machine
+    Learning", ASPLOS 2023 (after Chinneck's filters for irreducible infeasible subsets of linear
+    programs). It starts from a small infeasible core: the rows alive at a section whose live bytes
+    exceed the capacity when LOAD does, or else the busy period that is infeasible. Then each row of
+    the core in turn, the smallest first, is removed and the capacity is decided again on the rows
+    left, with the search of :func:`solve` (a lower bound above the capacity decides it at once):
+    if they are still infeasible, the row stays out, and the core shrinks to their busy period that
+    is infeasible; if a plan fits, the row is kept. A row kept is needed in the end too, since a
+    plan of a superset is a plan of every subset; fixed rows are rows like any other (a subset keeps
+    their offsets) and alignments are kept.
+
+    Parameters
+    ----------
+    problem : Problem
+        With ``capacity`` set, and proven infeasible at it.
+    budget : dsa.budget.Budget, optional
+        The time and nodes the filter may spend (each decision gets what is left); None: no limit.
+    seed : int, optional
+        Passed to the portfolio that starts each decision.
+    sweep : dsa.sweep.Sweep, optional
+        Unused (the sub-problems have their own); accepted for symmetry with :func:`solve`.
+
+    Returns
+    -------
+    conflict : tuple of int or None
+        The rows of an irreducible infeasible subset, sorted; None when the budget ran out first.
+    core : numpy.ndarray of int64
+        Rows proven infeasible together (the conflict itself when the filter finished, else the
+        smallest proven core when it was cut short; all rows when nothing was proven yet).
+    info : dict
+        ``conflict_s`` (seconds), ``conflict_decisions`` (capacities decided on subsets) and
+        ``conflict_nodes`` (search nodes they used).
+
+    Notes
+    -----
+    Complexity: one decision per row of the core (each exponential in the worst case, bounded by the
+    budget), plus one per busy period when the core is split.
+
+    Examples
+    --------
+    >>> import dsa
+    >>> from dsa.strategies.exact import conflict_filter
+    >>> p = dsa.Problem([0, 0, 0, 5], [4, 4, 4, 9], [3, 3, 3, 8], capacity=8)
+    >>> conflict_filter(p)[0]
+    (0, 1, 2)
+    """
+    from dsa.bounds import live_bytes, load, lower_bound
+
+    t0 = time.perf_counter()
+    budget = budget if budget is not None else Budget()
+    cap = problem.capacity
+    if cap is None:
+        raise ValueError("conflict_filter needs a problem with a capacity")
+    info = {"conflict_s": 0.0, "conflict_decisions": 0, "conflict_nodes": 0}
+    every = np.arange(len(problem), dtype=np.int64)
+
+    def decide(rows):
+        """``(verdict, core)``: True and an infeasible period of ``rows``; False (a plan fits all of
+        them); None when the budget ran out before a decision."""
+        unknown = False
+        parts = _periods(problem, rows)
+        subs = [problem.take(part) for part in parts]
+        bounds = [lower_bound(sub) for sub in subs]
+        for k in np.argsort([-b for b in bounds], kind="stable"):
+            if bounds[k] > cap:
+                return True, parts[k]
+        for k in sorted(range(len(parts)), key=lambda k: len(parts[k])):
+            left = budget.remaining()
+            nodes = None if budget.node_limit is None else budget.node_limit - budget.nodes
+            if budget.exhausted or left <= 0 or (nodes is not None and nodes <= 0):
+                return None, None
+            raw = _search(subs[k], time_limit=None if left == float("inf") else left, node_limit=nodes,
+                          seed=seed, verbose=False, sweep=None, context=None)
+            used = int(raw.stats.get("nodes", 0))
+            budget.spend(used)
+            info["conflict_nodes"] += used
+            info["conflict_decisions"] += 1
+            if raw.lower_bound > cap:
+                return True, parts[k]
+            if raw.peak is None or raw.peak > cap:
+                unknown = True
+        return (None, None) if unknown else (False, None)
+
+    def done(conflict, core):
+        info["conflict_s"] = time.perf_counter() - t0
+        return conflict, np.asarray(core, dtype=np.int64), info
+
+    # the first core: the rows alive where the live bytes exceed the capacity, else a busy period
+    core = every
+    if load(problem) > cap:
+        times, live = live_bytes(problem)
+        t = times[int(np.argmax(live))]
+        core = np.flatnonzero((problem.starts <= t) & (problem.ends > t)).astype(np.int64)
+    if len(core) == len(problem) and len(_periods(problem, core)) == 1:
+        verdict, part = True, core  # (the problem itself is proven infeasible)
+    else:
+        verdict, part = decide(core)
+    if verdict is None:
+        return done(None, every)
+    if not verdict:  # (cannot happen for a problem proven infeasible; kept as a guard)
+        raise RuntimeError("conflict_filter: the rows are not infeasible at the capacity")
+    core = part
+    sizes = problem.sizes
+    for r in sorted(core.tolist(), key=lambda i: (int(sizes[i]), i)):
+        if r not in core:
+            continue  # dropped with a period that was not the infeasible one
+        verdict, part = decide(core[core != r])
+        if verdict is None:
+            return done(None, core)
+        if verdict:
+            core = part
+    return done(tuple(int(i) for i in core), core)

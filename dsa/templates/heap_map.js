@@ -13,7 +13,7 @@
   window.addEventListener("error", function (ev) { fail(ev.message || "unknown error"); });
 
   var UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-  var COLORS = { peak: "#c62828", load: "#2e7d32", bound: "#7b1fa2", capacity: "#111111", live: "#5f6b76" };
+  var COLORS = { peak: "#c62828", load: "#2e7d32", bound: "#7b1fa2", capacity: "#111111", live: "#5f6b76", conflict: "#d6336c" };
 
   function num(v) { return typeof v === "string" ? Number(v) : v; }
   function column(list) {
@@ -54,6 +54,11 @@
     var bound = D.lower_bound == null ? null : num(D.lower_bound);
     var cap = D.capacity == null ? null : num(D.capacity);
     var showBound = bound != null && bound > load;
+    // the rows of an irreducible infeasible subset (status infeasible): outlined, named in the tooltip
+    var CONF = [], inConflict = new Uint8Array(n);
+    (D.conflict || []).forEach(function (r) {
+      if (typeof r === "number" && r >= 0 && r < n && !inConflict[r]) { inConflict[r] = 1; CONF.push(r); }
+    });
 
     // ---------------------------------------------------------------- header
     document.getElementById("title").textContent = D.title;
@@ -76,6 +81,11 @@
     if (cap != null) stat("capacity", human(cap), "(" + commas(D.capacity) + " B)");
     if (D.strategy) stat("strategy", D.strategy);
     if (D.status) stat("status", D.status, "", D.message || "");
+    if (CONF.length) {
+      stat("conflict", commas(CONF.length) + " buffers", "",
+           "these buffers cannot fit in the capacity together; removing any one of them makes the rest fit: " +
+           CONF.slice(0, 50).map(function (r) { return String(D.ids[r]); }).join(", ") + (CONF.length > 50 ? ", ..." : ""));
+    }
     if (D.time_s != null) stat("time", D.time_s < 1 ? (D.time_s * 1e3).toFixed(2) + " ms" : D.time_s.toFixed(2) + " s");
 
     var legend = document.getElementById("legend");
@@ -94,6 +104,7 @@
     if (showBound) swatch("lower bound", COLORS.bound, "dashed");
     if (cap != null) swatch("capacity", COLORS.capacity, "dotted");
     swatch("live bytes", COLORS.live, "solid");
+    if (CONF.length) swatch("conflict (outlined)", COLORS.conflict, "solid");
 
     // ---------------------------------------------------------------- extents and colours
     var tmin = Infinity, tmax = -Infinity;
@@ -279,6 +290,19 @@
         ctx.lineWidth = 0.7;
         ctx.stroke();
       }
+      if (CONF.length) {  // the conflict's rows: a thick outline over the fill
+        ctx.beginPath();
+        for (k = 0; k < CONF.length; k++) {
+          i = CONF[k];
+          if (E[i] <= view.x0 || S[i] >= view.x1 || TOP[i] < view.y0 || O[i] > view.y1) continue;
+          var cx0 = clampX(L + (S[i] - view.x0) * fx), cx1 = clampX(L + (E[i] - view.x0) * fx);
+          var cy0 = clampY(B - (TOP[i] - view.y0) * fy), cy1 = clampY(B - (O[i] - view.y0) * fy);
+          ctx.rect(cx0 + 1, cy0 + 1, Math.max(cx1 - cx0 - 2, px), Math.max(cy1 - cy0 - 2, px));
+        }
+        ctx.strokeStyle = COLORS.conflict;
+        ctx.lineWidth = 2.5;
+        ctx.stroke();
+      }
       if (LT.length) drawLive(ctx);
       hline(ctx, load, COLORS.load, [6, 4], 1.5);
       if (showBound) hline(ctx, bound, COLORS.bound, [2, 3, 8, 3], 1.5);
@@ -392,6 +416,7 @@
       line(tip, "size", bytes(D.size[r], Z[r]));
       line(tip, "lifetime", "[" + commas(D.start[r]) + ", " + commas(D.end[r]) + "), " + commas(ticks) + (String(ticks) === "1" ? " tick" : " ticks"));
       line(tip, "offset", bytes(D.offset[r], O[r]) + " to " + commas(exact("+", D.offset[r], D.size[r])));
+      if (inConflict[r]) line(tip, "conflict", "one of the " + commas(CONF.length) + " buffers that cannot fit together");
       var s = D.stack ? D.stack[r] : -1;
       if (s != null && s >= 0) {
         var ops = D.stacks[s], box = document.createElement("div"), head = document.createElement("div");

@@ -1,0 +1,82 @@
+"""best and exact keep improving until their time limit on instances too large for a complete search,
+and report when the returned plan was found (no timed assertions: speed and quality are measured by
+benchmarks/generalise.py)."""
+import numpy as np
+import pytest
+
+import dsa
+from dsa.budget import Budget
+from dsa.generate import rectangle_cut
+from dsa.solution import plan_peak
+from dsa.strategies import best as best_module
+
+
+@pytest.fixture(scope="module")
+def large():
+    # one busy period of more than _canonical_search.MAX_BUFFERS rows: the canonical search cannot help
+    return rectangle_cut(2500, seed=4, pinwheel=0.3)
+
+
+@pytest.mark.parametrize("strategy", ["best", "exact"])
+def test_large_instance_search_reports_the_limit_and_its_last_improvement(large, strategy):
+    sol = dsa.solve(large, strategy, time_limit=1.0)
+    dsa.validate(large, sol)
+    load = dsa.load(large)
+    assert sol.peak <= sol.stats["portfolio_peak"]
+    if sol.peak > load:  # no proof: the time limit ended the search (never a quiet early "feasible")
+        assert sol.status is dsa.Status.LIMIT_REACHED
+    assert sol.stats["repair_windows"] > 0  # large: window repairs by the canonical search ran
+    assert sol.stats["last_improvement_s"] >= 0
+    assert 0 <= sol.stats["last_improvement_fraction"] <= 1
+
+
+def test_best_improvements_log_is_decreasing(large, capsys):
+    sol = dsa.solve(large, "best", time_limit=1.0, verbose=True)
+    imp = sol.stats["improvements"]
+    assert imp[0][1] == sol.stats["portfolio_peak"] and imp[-1][1] == sol.peak
+    assert all(b[1] < a[1] and b[0] >= a[0] for a, b in zip(imp, imp[1:]))
+    assert sol.stats["last_improvement_s"] == imp[-1][0]
+    err = capsys.readouterr().err
+    assert err.count("best:") == len(imp)
+
+
+def test_improve_plan_never_worse_and_stops_at_target(large):
+    start = dsa.solve(large, "best", improve=False).offsets
+    peak = plan_peak(large, start)
+    out, stats = best_module.improve_plan(large, start, peak, Budget(5.0), 0)
+    assert np.array_equal(out, start) and stats["local_iterations"] == 0   # already at target
+    out, stats = best_module.improve_plan(large, start, dsa.load(large), Budget(0.3), 0)
+    dsa.validate(large, out)
+    assert plan_peak(large, out) <= peak
+
+
+def test_restart_seeds_are_deterministic_and_distinct():
+    seeds = [best_module._derived_seed(7, k) for k in range(1, 6)]
+    assert seeds == [best_module._derived_seed(7, k) for k in range(1, 6)]
+    assert len(set(seeds)) == 5 and best_module._derived_seed(8, 1) != seeds[0]
+
+
+def test_repair_windows_is_valid_and_never_worse(large):
+    from dsa.strategies._local_search import repair_windows
+
+    start = dsa.solve(large, "best", improve=False).offsets
+    seen = []
+    out, stats = repair_windows(large, start, time_limit=0.5, seed=3, progress=lambda t, p: seen.append(p))
+    dsa.validate(large, out)
+    assert plan_peak(large, out) <= plan_peak(large, start)
+    assert stats["windows"] >= 1 and stats["repaired"] <= stats["windows"]
+    assert [p for _, p in stats["improvements"][1:]] == seen
+    assert stats["improvements"][-1][1] == plan_peak(large, out)
+
+
+def test_repair_windows_keeps_fixed_rows():
+    p, offsets = rectangle_cut(1500, seed=2, return_plan=True)
+    start = dsa.solve(p, "best", improve=False).offsets
+    fixed = np.full(len(p), -1, dtype=np.int64)
+    fixed[::7] = start[::7]
+    pf = dsa.Problem(p.starts, p.ends, p.sizes, fixed_offsets=fixed)
+    from dsa.strategies._local_search import repair_windows
+
+    out, _ = repair_windows(pf, start, time_limit=0.5, seed=0)
+    dsa.validate(pf, out)
+    assert np.array_equal(out[::7], start[::7]) and plan_peak(pf, out) <= plan_peak(pf, start)

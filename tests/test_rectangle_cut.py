@@ -1,0 +1,105 @@
+"""Tests of dsa.generate.rectangle_cut (instances with a known optimum) and guillotine_separable."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dsa
+from dsa.generate import LIFETIMES, guillotine_separable, rectangle_cut
+
+
+def _live_bytes(p):
+    """Bytes alive at each time step 0..T-1 (half-open lifetimes)."""
+    t = int(p.ends.max())
+    delta = np.zeros(t + 1, dtype=np.int64)
+    np.add.at(delta, p.starts, p.sizes)
+    np.add.at(delta, p.ends, -p.sizes)
+    return np.cumsum(delta)[:t]
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 3000), seed=st.integers(0, 2**32 - 1), aspect=st.floats(0.05, 20),
+       pinwheel=st.floats(0, 1), alignment=st.sampled_from([1, 8, 64, 256]),
+       lifetimes=st.sampled_from(LIFETIMES))
+def test_known_plan_is_valid_and_optimal(n, seed, aspect, pinwheel, alignment, lifetimes):
+    p, offsets = rectangle_cut(n, seed=seed, aspect=aspect, pinwheel=pinwheel, alignment=alignment,
+                               lifetimes=lifetimes, return_plan=True)
+    assert isinstance(p, dsa.Problem) and len(p) == n
+    assert list(p.ids) == list(range(n)) and p.capacity is None
+    assert np.all(p.ends > p.starts) and np.all(p.sizes > 0)
+    dsa.validate(p, offsets)
+    peak = int((offsets + p.sizes).max())
+    assert peak == dsa.load(p) == dsa.lower_bound(p)
+    live = _live_bytes(p)
+    assert np.all(live == peak)  # every time column is fully covered
+    assert np.all(p.sizes % alignment == 0) and np.all(offsets % alignment == 0)
+
+
+@pytest.mark.parametrize("n", [100, 5000, 100_000])
+def test_sizes_plan_and_load_at_scale(n):
+    p, offsets = rectangle_cut(n, seed=n, return_plan=True)
+    assert len(p) == n
+    assert np.all(p.sizes % 64 == 0)
+    assert int((offsets + p.sizes).max()) == dsa.lower_bound(p)
+    assert np.all(_live_bytes(p) == dsa.lower_bound(p))
+    if n <= 5000:
+        dsa.validate(p, offsets)
+
+
+def test_same_seed_same_problem():
+    a = rectangle_cut(2000, seed=5, return_plan=True)
+    b = rectangle_cut(2000, seed=5, return_plan=True)
+    c = rectangle_cut(2000, seed=6)
+    assert a[0] == b[0] and np.array_equal(a[1], b[1])
+    assert a[0] != c
+    g = rectangle_cut(500, seed=np.random.default_rng(1))
+    assert g == rectangle_cut(500, seed=np.random.default_rng(1))
+
+
+def test_pinwheel_blocks_are_not_guillotine():
+    p, offsets, blocks = rectangle_cut(1000, seed=2, pinwheel=0.5, return_plan=True, return_blocks=True)
+    assert len(blocks) > 10
+    for b in blocks:
+        assert b.shape == (5, 4)
+        assert not guillotine_separable(b[:, 0], b[:, 1], b[:, 2], b[:, 3])
+        # the five tile their bounding box
+        area = int(((b[:, 1] - b[:, 0]) * (b[:, 3] - b[:, 2])).sum())
+        box = (b[:, 1].max() - b[:, 0].min()) * (b[:, 3].max() - b[:, 2].min())
+        assert area == box
+    # the whole cut is not guillotine either; with pinwheel=0 it is
+    assert not guillotine_separable(p.starts, p.ends, offsets, offsets + p.sizes)
+    p0, o0, b0 = rectangle_cut(1000, seed=2, pinwheel=0, return_plan=True, return_blocks=True)
+    assert b0 == [] and guillotine_separable(p0.starts, p0.ends, o0, o0 + p0.sizes)
+
+
+def test_guillotine_separable_small_cases():
+    assert guillotine_separable([0], [1], [0], [1])
+    assert guillotine_separable([0, 0], [2, 2], [0, 1], [1, 2])
+    assert not guillotine_separable([0, 2, 1, 0, 1], [2, 3, 3, 1, 2], [0, 0, 2, 1, 1], [1, 2, 3, 3, 2])
+
+
+def test_lifetime_mixes_differ():
+    short = rectangle_cut(3000, seed=1, lifetimes="short")
+    long_ = rectangle_cut(3000, seed=1, lifetimes="long")
+    def rel(p):
+        return np.median((p.ends - p.starts) / p.ends.max())
+    assert rel(short) < rel(long_)
+
+
+def test_aspect_shapes_the_rectangle():
+    wide = rectangle_cut(2000, seed=1, aspect=20)
+    tall = rectangle_cut(2000, seed=1, aspect=0.05)
+    assert wide.ends.max() / (dsa.load(wide) / 64) > 10 * tall.ends.max() / (dsa.load(tall) / 64)
+
+
+@pytest.mark.parametrize("kw, name", [
+    ({"n": 0}, "n"), ({"n": 2.5}, "n"), ({"n": True}, "n"),
+    ({"aspect": 0}, "aspect"), ({"aspect": float("nan")}, "aspect"), ({"aspect": 1000}, "aspect"),
+    ({"pinwheel": -0.1}, "pinwheel"), ({"pinwheel": 1.5}, "pinwheel"),
+    ({"alignment": 0}, "alignment"), ({"alignment": 1.5}, "alignment"),
+    ({"lifetimes": "forever"}, "lifetimes"),
+])
+def test_bad_arguments_name_the_parameter(kw, name):
+    args = {"n": 100, **kw}
+    with pytest.raises(ValueError, match=name):
+        rectangle_cut(args.pop("n"), **args)
