@@ -455,22 +455,23 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
         limited = True
         message = (f"the time limit ({budget.time_limit:g} s) ended the portfolio at peak {best_peak} "
                    f"(lower bound {bound}; members run: {len(phase1['peaks'])})")
-    if improve and best is not None and best_peak > bound and not budget.exhausted:
-        offsets, proven, info = _improve(problem, best, bound, budget, seed, t_call, log)
-        peak = plan_peak(problem, offsets)
-        improvements += [(t, p) for t, p in info.pop("improvements") if p < best_peak]
-        if peak < best_peak:
-            best, stats["improved"] = offsets, best_peak - peak
-        stats.update(info)
-        if budget.exhausted and plan_peak(problem, best) > max(bound, proven):
+    if improve and best is not None and best_peak > bound:
+        if not budget.exhausted:
+            offsets, proven, info = _improve(problem, best, bound, budget, seed, t_call, log)
+            peak = plan_peak(problem, offsets)
+            improvements += [(t, p) for t, p in info.pop("improvements") if p < best_peak]
+            if peak < best_peak:
+                best, stats["improved"] = offsets, best_peak - peak
+            stats.update(info)
+            if budget.exhausted and plan_peak(problem, best) > max(bound, proven):
+                limited = True
+                message = (f"the time limit ({budget.time_limit:g} s) ended the improvement phase at peak "
+                           f"{plan_peak(problem, best)}, above the lower bound {max(bound, proven)}")
+        elif not limited:
+            # the portfolio ran every member but used the whole time: the improvement phase never started
             limited = True
-            message = (f"the time limit ({budget.time_limit:g} s) ended the improvement phase at peak "
-                       f"{plan_peak(problem, best)}, above the lower bound {max(bound, proven)}")
-    elif improve and best is not None and best_peak > bound and not limited:
-        # the portfolio ran every member but used the whole time: the improvement phase never started
-        limited = True
-        message = (f"the time limit ({budget.time_limit:g} s) ended the search after the portfolio, at peak "
-                   f"{best_peak} (lower bound {bound}): the improvement phase did not run")
+            message = (f"the time limit ({budget.time_limit:g} s) ended the search after the portfolio, at peak "
+                       f"{best_peak} (lower bound {bound}): the improvement phase did not run")
     if improvements:
         stats["last_improvement_s"] = improvements[-1][0]
         if budget.time_limit is not None and budget.time_limit > 0:
