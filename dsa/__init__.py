@@ -21,6 +21,7 @@ _EXPORTS = {
     "Problem": "dsa.problem",
     "Solution": "dsa.solution",
     "Status": "dsa.solution",
+    "Pool": "dsa.pools",
     "solve": "dsa.solver",
     "solve_many": "dsa.batch",
     "UnknownOptionWarning": "dsa.solver",
@@ -42,7 +43,7 @@ _EXPORTS = {
 # submodules reachable as attributes (dsa.data, dsa.plot, ...) without an explicit import
 # (the front end and the validator live in dsa.solver and dsa.validator, so that the functions
 # dsa.solve and dsa.validate are never shadowed by a submodule of the same name)
-_SUBMODULES = {"batch", "bounds", "budget", "cli", "compaction", "data", "generate", "io", "overlap", "plot",
+_SUBMODULES = {"batch", "bounds", "budget", "cli", "compaction", "data", "generate", "io", "overlap", "plot", "pools",
                "problem", "solution", "solver", "strategies", "sweep", "validator"}
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -50,6 +50,9 @@ class Context:
         Seed of randomised strategies.
     sweep : dsa.sweep.Sweep, optional
         A sweep of ``problem`` already built (by default a new, lazily computed one).
+    pools : dsa.pools.PoolSpec, optional
+        The memory pools of a plan over pools (checked by :func:`dsa.pools.check_pools`); None for
+        one slab.
 
     Raises
     ------
@@ -67,7 +70,7 @@ class Context:
     (True, 12)
     """
 
-    def __init__(self, problem, *, time_limit=None, node_limit=None, seed=None, sweep=None):
+    def __init__(self, problem, *, time_limit=None, node_limit=None, seed=None, sweep=None, pools=None):
         if sweep is not None and sweep.problem is not problem:
             raise ValueError("the sweep given to a Context must be of the same problem")
         self.problem = problem
@@ -75,6 +78,7 @@ class Context:
         self.time_limit = check_time_limit(time_limit)
         self.node_limit = check_node_limit(node_limit)
         self.seed = check_seed(seed)
+        self.pools = pools
         # shared with the contexts derived from this one: one incumbent per problem
         self._best = {"offsets": None, "peak": None}
 
@@ -110,7 +114,7 @@ class Context:
         if unknown:
             raise TypeError(f"derive takes time_limit, node_limit and seed, not {sorted(unknown)}")
         values = {"time_limit": self.time_limit, "node_limit": self.node_limit, "seed": self.seed, **changes}
-        child = Context(self.problem, sweep=self.sweep, **values)
+        child = Context(self.problem, sweep=self.sweep, pools=self.pools, **values)
         if "lower_bound" in self.__dict__:
             child.__dict__["lower_bound"] = self.__dict__["lower_bound"]
         child._best = self._best

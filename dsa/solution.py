@@ -75,6 +75,19 @@ class Solution:
         of an irreducible infeasible subset, sorted. They cannot all fit in the capacity together,
         and they can once any one of them is removed: the buffers to shrink, split or move. None
         otherwise.
+    pool : numpy.ndarray of int64 or None
+        Only for a plan over pools (``dsa.solve(..., pools=[...])``): the index of each row's pool;
+        ``offsets`` are then inside each row's pool, ``peak`` is the largest of ``pool_peaks`` and
+        ``lower_bound`` is 0 (the objective is the cost; see ``cost_bound``). None otherwise.
+    pool_peaks : tuple of int or None
+        With pools: the peak of each pool, in the order the pools were given.
+    pool_names : tuple of str or None
+        With pools: their names, in the same order.
+    cost : float or None
+        With pools: ``sum_i cost(pool[i]) * weight[i]``, the objective.
+    cost_bound : float or None
+        With pools: a proven lower bound on the cost (``inf`` when no assignment fits, status
+        INFEASIBLE); OPTIMAL means ``cost == cost_bound``.
     """
 
     offsets: np.ndarray | None
@@ -86,10 +99,21 @@ class Solution:
     strategy: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
     conflict: tuple[int, ...] | None = None
+    pool: np.ndarray | None = None
+    pool_peaks: tuple[int, ...] | None = None
+    pool_names: tuple[str, ...] | None = None
+    cost: float | None = None
+    cost_bound: float | None = None
 
     @property
     def ratio(self) -> float:
-        """``peak / lower_bound`` (1.0 means provably optimal); NaN without a plan, 1.0 for peak 0."""
+        """``peak / lower_bound`` (1.0 means provably optimal); NaN without a plan, 1.0 for peak 0.
+
+        With pools, ``cost / cost_bound`` instead (1.0 for cost 0)."""
+        if self.pool_names is not None:
+            if self.cost is None:
+                return float("nan")
+            return 1.0 if self.cost == 0 else (self.cost / self.cost_bound if self.cost_bound else float("inf"))
         if self.peak is None:
             return float("nan")
         if self.lower_bound == 0:
@@ -97,6 +121,10 @@ class Solution:
         return self.peak / self.lower_bound
 
     def __repr__(self) -> str:
+        if self.pool_names is not None:
+            return (f"Solution(status={self.status.value}, cost={self.cost}, cost_bound={self.cost_bound}, "
+                    f"pool_peaks={self.pool_peaks}, strategy={self.strategy!r}, "
+                    f"time_s={self.stats.get('time_s', float('nan')):.4g})")
         return (f"Solution(status={self.status.value}, peak={self.peak}, lower_bound={self.lower_bound}, "
                 f"strategy={self.strategy!r}, time_s={self.stats.get('time_s', float('nan')):.4g})")
 

@@ -17,9 +17,9 @@ from dsa.budget import check_seed, check_time_limit
 from dsa.context import Context
 from dsa.problem import Problem, as_problem
 from dsa.solution import Solution, Status, finalize, make_solution
-from dsa.strategies import call, get_strategy, resolve_name, strategy_options
+from dsa.strategies import call, get_pool_strategy, get_strategy, resolve_name, strategy_options
 
-__all__ = ["solve", "conclude", "UnknownOptionWarning"]
+__all__ = ["solve", "conclude", "conclude_pools", "UnknownOptionWarning"]
 
 
 class UnknownOptionWarning(UserWarning):
@@ -27,7 +27,7 @@ class UnknownOptionWarning(UserWarning):
 
 
 def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None, seed=None,
-          validate: bool = True, **options) -> Solution:
+          validate: bool = True, pools=None, allowed=None, weights=None, **options) -> Solution:
     """Plan offsets for every buffer of ``problem`` so that buffers alive together never overlap.
 
     Parameters
@@ -52,6 +52,18 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
         Run :func:`dsa.validate` on the plan; a plan that fails is returned with status ERROR.
         With ``validate=False`` the plan is returned with status UNCHECKED and ``success=False``:
         only a validated plan counts as a success.
+    pools : sequence of dsa.Pool, optional
+        Plan over several memories (see :mod:`dsa.pools` and the guide's page on pools): every row
+        gets a pool it may use (``Solution.pool``) and an offset inside it, and the cost
+        ``sum_i cost(pool of i) * weight_i`` is minimised. With one pool this is the classic problem
+        with the pool's capacity (any strategy; the Solution also gets the pool fields). With more,
+        the strategy must plan pools: ``fastest_first`` (the baseline), ``best``, ``exact``. Not
+        together with ``capacity``.
+    allowed : optional
+        With ``pools``: the pools each row may use, as a boolean matrix (rows x pools) or one entry
+        per row (a pool name, a list of names, or None for all). Default: every pool.
+    weights : array_like, optional
+        With ``pools``: the weight of each row in the cost (default: its size).
     **options
         Strategy options (such as ``order=`` and ``fit=`` for ``"greedy"``). Options the strategy does
         not take raise an :class:`UnknownOptionWarning` naming them and are ignored.
@@ -78,8 +90,9 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
     Raises
     ------
     ValueError
-        For invalid input (naming the row and the rule), an invalid ``time_limit`` or ``seed``, or an
-        unknown strategy (listing valid names).
+        For invalid input (naming the row and the rule), an invalid ``time_limit`` or ``seed``, an
+        unknown strategy (listing valid names), invalid pools (see :func:`dsa.pools.check_pools`), or
+        a strategy that does not plan several pools.
     TypeError
         If ``problem`` is not a Problem or a list of intervals.
 
@@ -94,11 +107,21 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
     problem = as_problem(problem, capacity=capacity)
     time_limit = check_time_limit(time_limit)
     seed = check_seed(seed)
+    spec = None
+    if pools is not None:
+        from dsa.pools import check_pools
+
+        spec = check_pools(problem, pools, allowed, weights)
+    elif allowed is not None or weights is not None:
+        raise ValueError("allowed and weights describe memory pools: give pools=[...] too")
+    several = spec is not None and len(spec) > 1
+    if spec is not None and not several:
+        problem = problem.replace(capacity=spec.capacity(0))  # one pool: the classic problem, in its capacity
     if callable(strategy):
         fn, name = strategy, getattr(strategy, "__name__", "custom")
     elif isinstance(strategy, str):
         name = resolve_name(strategy)
-        fn = get_strategy(name)
+        fn = get_pool_strategy(name) if several else get_strategy(name)
     else:
         raise TypeError(f"strategy must be a name or a callable, got {type(strategy).__name__}")
     names, var_kw = strategy_options(fn)
@@ -111,7 +134,8 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
                       UnknownOptionWarning, stacklevel=2)
     # the planning context: sweep (each fact computed on first use), bound, budget, incumbent
     node_limit = options.pop("node_limit", None) if "node_limit" in names else None
-    context = Context(problem, time_limit=time_limit, node_limit=node_limit, seed=seed)
+    context = Context(problem, time_limit=time_limit, node_limit=node_limit, seed=seed,
+                      pools=spec if several else None)
     options = {k: v for k, v in options.items() if k in names or var_kw}
 
     # phase 2: the strategy
@@ -122,8 +146,53 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
     elapsed = time.perf_counter() - t0
 
     # phase 3: status translation and validation
-    return conclude(problem, raw, strategy=name, validate=validate, lower_bound=bound,
-                    extra_stats={"time_s": elapsed, "jit_s": jit_seconds() - jit0})
+    extra = {"time_s": elapsed, "jit_s": jit_seconds() - jit0}
+    if several:
+        return conclude_pools(problem, spec, raw, strategy=name, validate=validate, extra_stats=extra)
+    sol = conclude(problem, raw, strategy=name, validate=validate, lower_bound=bound, extra_stats=extra)
+    if spec is not None:  # one pool: today's plan, with the pool fields
+        sol = _one_pool(problem, spec, sol)
+    return sol
+
+
+def _one_pool(problem, spec, sol: Solution) -> Solution:
+    """A plan of the classic problem as a plan over its single pool (status and bound unchanged)."""
+    n = len(problem)
+    if sol.offsets is None:
+        return dataclasses.replace(sol, pool_names=spec.names)
+    pool = np.zeros(n, dtype=np.int64)
+    cost = spec.cost(pool)
+    return dataclasses.replace(sol, pool=pool, pool_peaks=(sol.peak,), pool_names=spec.names, cost=cost,
+                               cost_bound=cost if sol.status is not Status.INFEASIBLE else float("inf"),
+                               stats={**sol.stats, "pool_weights": spec.pool_weights(pool)})
+
+
+def conclude_pools(problem, spec, raw, *, strategy: str | None = None, validate: bool = True,
+                   extra_stats: dict | None = None) -> Solution:
+    """The final :class:`~dsa.Solution` of a plan over several pools: :func:`conclude`'s counterpart.
+
+    The raw result (a Solution with ``pool`` and ``offsets``, from
+    :func:`dsa.pools.make_pool_solution`) is checked by :func:`dsa.validate` against ``spec`` (a
+    :class:`dsa.pools.PoolSpec`), and :func:`dsa.pools.finalize_pools` decides its status.
+    """
+    from dsa.pools import finalize_pools, make_pool_solution
+
+    name = strategy or ""
+    if not isinstance(raw, Solution):
+        raw = make_pool_solution(problem, spec, None, None, strategy=name, error=(
+            "a strategy over pools must return a Solution with pool and offsets "
+            f"(dsa.pools.make_pool_solution), got {type(raw).__name__}"))
+    if not raw.strategy and name:
+        raw = dataclasses.replace(raw, strategy=name)
+    error = None
+    if validate and raw.pool is not None and raw.offsets is not None:
+        from dsa.validator import validate as check
+
+        try:
+            check(problem, (raw.pool, raw.offsets), pools=spec, check_capacity=True)
+        except ValueError as exc:
+            error = str(exc)
+    return finalize_pools(problem, spec, raw, error=error, checked=validate, extra_stats=extra_stats)
 
 
 def conclude(problem, raw, *, strategy: str | None = None, validate: bool = True, lower_bound=None,

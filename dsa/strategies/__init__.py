@@ -12,8 +12,8 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["available_strategies", "get_strategy", "resolve_name", "strategy_info", "StrategyInfo",
-           "call", "strategy_options"]
+__all__ = ["available_strategies", "get_strategy", "get_pool_strategy", "pool_strategies", "resolve_name",
+           "strategy_info", "StrategyInfo", "call", "strategy_options"]
 
 KINDS = ("baseline", "heuristic", "approximation", "portfolio", "exact")
 
@@ -46,6 +46,9 @@ class StrategyInfo:
         full reference.
     complexity : str
         Its running time, for the tables of the docs (E: lifetime-overlapping pairs).
+    pools : str or None
+        ``"module:function"`` of its planner over several memory pools (:mod:`dsa.pools`), taking the
+        problem and the planning context (whose ``pools`` is set); None: it plans one slab only.
     """
 
     name: str
@@ -58,6 +61,7 @@ class StrategyInfo:
     summary: str = ""
     paper: str = ""
     complexity: str = ""
+    pools: str | None = None
 
     @property
     def available(self) -> bool:
@@ -73,13 +77,17 @@ _REGISTRY: dict[str, StrategyInfo] = dict([
     # one entry per strategy; the strategy tables of README.md and docs/ are generated from these
     # (make docs-tables; see "Adding a strategy" in docs/strategies/index.md)
     _entry("best", "portfolio", "every constructive strategy (stops at LOAD), then canonical and local search "
-           "within the time limit", time_limit=True, complexity="15 runs + the search"),
+           "within the time limit", time_limit=True, complexity="15 runs + the search",
+           pools="dsa.strategies._pools:search"),
     _entry("buchsbaum", "heuristic", "boxing by size class around random critical times, unboxing, compaction; "
            "random restarts, greedy fallback", paper="Buchsbaum et al. 2004", complexity="O(n log n) per start"),
     _entry("bump", "baseline", "bump pointer, reset when nothing is alive", complexity="O(n log n)"),
     _entry("exact", "exact", "complete canonical search: minimises the peak, or decides whether a plan fits the "
            "capacity; anytime", paper="Moffitt 2023, MiniMalloc", time_limit=True, max_n=500,
-           complexity="exponential in the worst case"),
+           complexity="exponential in the worst case", pools="dsa.strategies._pools:exact"),
+    _entry("fastest_first", "baseline", "pools: largest first, each into the cheapest pool where it fits (TVM's "
+           "USMP, ExecuTorch's banked greedy); one slab: greedy by size", paper="TVM RFC 0009, 2021",
+           complexity="O(n log n + E + Σ k log k)", pools="dsa.strategies._pools:solve_fastest_first"),
     _entry("gergov", "approximation", "skyline placement, conflict colouring, compaction", paper="Gergov 1999",
            complexity="O(n log² n + E) per order"),
     _entry("greedy", "heuristic", "any ordering x best or first fit", complexity="O(n log n + E + Σ k log k)"),
@@ -156,6 +164,27 @@ def get_strategy(name: str) -> Callable:
         raise ImportError(f"strategy {info.name!r} needs {', '.join(missing)}: "
                           f"pip install 'dsa-planner[{info.extra}]'")
     return importlib.import_module(info.module).solve
+
+
+def pool_strategies() -> list[str]:
+    """Names of the registered strategies that plan over several memory pools (see :mod:`dsa.pools`)."""
+    return sorted(name for name, info in _REGISTRY.items() if info.pools)
+
+
+def get_pool_strategy(name: str) -> Callable:
+    """The planner over several pools of strategy ``name`` (or alias), importing it on first use.
+
+    Raises
+    ------
+    ValueError
+        When the strategy plans one slab only, listing those that plan pools.
+    """
+    info = strategy_info(name)
+    if info.pools is None:
+        raise ValueError(f"strategy {info.name!r} plans one slab only; strategies that plan over several pools: "
+                         f"{', '.join(pool_strategies())}")
+    module, function = info.pools.split(":")
+    return getattr(importlib.import_module(module), function)
 
 
 # the one door into a strategy (defined in a module of its own; it needs get_strategy above)

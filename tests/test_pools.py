@@ -1,0 +1,272 @@
+"""Memory pools: input checks, the validator over pools, one pool = the classic problem, exact's cost
+against a brute-force optimum, conflicts irreducible by brute force, best no dearer than fastest first."""
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dsa
+from dsa.pools import check_pools
+from dsa.validator import InvalidPlanError
+from conftest import fields
+from naive import brute_force_optimum, naive_validate
+
+POOL_STRATEGIES = ["fastest_first", "best", "exact"]
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces"
+
+
+def _packs(problem, rows, cap) -> bool:
+    """Brute force: rows ``rows`` alone have a plan within ``cap`` (None: always)."""
+    if cap is None or not rows:
+        return True
+    f = fields(problem.take(list(rows)))
+    return brute_force_optimum(f["starts"], f["ends"], f["sizes"], f["alignments"], f["fixed"]) <= cap
+
+
+def _brute_force_cost(problem, pools, allowed):
+    """The least cost over every assignment of rows to allowed pools whose pools all pack (None: none)."""
+    n, k = len(problem), len(pools)
+    best = None
+    for assign in itertools.product(range(k), repeat=n):
+        if any(not allowed[i][p] for i, p in enumerate(assign)):
+            continue
+        if all(_packs(problem, [i for i in range(n) if assign[i] == p], pools[p].capacity) for p in range(k)):
+            cost = sum(Fraction(pools[p].cost) * int(problem.sizes[i]) for i, p in enumerate(assign))
+            best = cost if best is None or cost < best else best
+    return best
+
+
+def _check_independently(problem, pools, allowed, sol):
+    """Each pool's rows form a valid plan within its capacity (tests/naive.py), each row in an allowed pool."""
+    assert sol.pool is not None and sol.offsets is not None
+    for i, p in enumerate(sol.pool.tolist()):
+        assert allowed[i][p], f"row {i} in pool {p}, which it may not use"
+    for p, pool in enumerate(pools):
+        rows = np.flatnonzero(sol.pool == p)
+        errors = naive_validate(problem.starts[rows].tolist(), problem.ends[rows].tolist(), problem.sizes[rows].tolist(),
+                                sol.offsets[rows].tolist(), capacity=pool.capacity)
+        assert not errors, errors
+        assert sol.pool_peaks[p] == (int((sol.offsets[rows] + problem.sizes[rows]).max()) if len(rows) else 0)
+
+
+@st.composite
+def pooled(draw, max_n=6):
+    n = draw(st.integers(1, max_n))
+    starts = [draw(st.integers(0, 6)) for _ in range(n)]
+    ends = [s + draw(st.integers(1, 5)) for s in starts]
+    sizes = [draw(st.integers(1, 8)) for _ in range(n)]
+    problem = dsa.Problem(starts, ends, sizes)
+    big = max(sizes)
+    fast = dsa.Pool("fast", draw(st.integers(0, 2 * big)), cost=draw(st.sampled_from([1.0, 0.5, 2.0])))
+    slow_cap = draw(st.one_of(st.none(), st.integers(big, 3 * big)))
+    slow = dsa.Pool("slow", slow_cap, cost=draw(st.sampled_from([3.0, 10.0, 2.0])))
+    pools = [fast, slow]
+    allowed = []
+    for i in range(n):
+        options = [[True, True], [False, True], [True, False]]
+        choice = draw(st.sampled_from(options))
+        if not any(choice[p] and (pools[p].capacity is None or sizes[i] <= pools[p].capacity) for p in range(2)):
+            choice = [True, True]
+        allowed.append(choice)
+    for i in range(n):  # a row must fit some pool it may use
+        if not any(allowed[i][p] and (pools[p].capacity is None or sizes[i] <= pools[p].capacity) for p in range(2)):
+            allowed[i] = [sizes[i] <= fast.capacity, True]
+    return problem, pools, allowed
+
+
+# ------------------------------------------------------------------------------ input checks
+@pytest.mark.parametrize("kwargs, match", [
+    ({"name": "a", "capacity": -1}, "negative"),
+    ({"name": "a", "capacity": 1.5}, "integer"),
+    ({"name": "a", "capacity": True}, "integer"),
+    ({"name": "", "capacity": 1}, "non-empty"),
+    ({"name": "a", "capacity": 1, "cost": float("nan")}, "finite"),
+    ({"name": "a", "capacity": 1, "cost": -1}, "finite number >= 0"),
+    ({"name": "a", "capacity": 2**63}, "2\\*\\*62"),
+])
+def test_bad_pool(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        dsa.Pool(**kwargs)
+
+
+P = dsa.Problem([0, 0, 2], [4, 4, 6], [4, 8, 4])
+TWO = [dsa.Pool("sram", 8), dsa.Pool("dram", None, 10)]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"pools": []}, "empty"),
+    ({"pools": [dsa.Pool("a", 8), dsa.Pool("a", 9)]}, "given twice"),
+    ({"pools": TWO, "allowed": [None, "hbm", None]}, "row 1: unknown pool 'hbm'"),
+    ({"pools": TWO, "allowed": [None, [], None]}, "row 1 is allowed in no pool"),
+    ({"pools": TWO, "allowed": np.zeros((3, 2), dtype=bool)}, "row 0 is allowed in no pool"),
+    ({"pools": TWO, "allowed": np.ones((3, 3), dtype=bool)}, "shape"),
+    ({"pools": [dsa.Pool("sram", 4), dsa.Pool("tcm", 6)]}, "row 1 \\(size 8\\) is larger than every pool"),
+    ({"pools": TWO, "allowed": [None, "sram", None], "weights": [1, 2, -3]}, "row 2: weight"),
+    ({"pools": TWO, "weights": [1, float("nan"), 2]}, "row 1: weight"),
+    ({"pools": TWO, "weights": [1, 2]}, "one value per row"),
+    ({"pools": TWO, "capacity": 16}, "capacity and pools"),
+    ({"allowed": [None, None, None]}, "give pools"),
+    ({"weights": [1, 2, 3]}, "give pools"),
+    ({"pools": TWO, "strategy": "greedy_by_size"}, "plans one slab only; strategies that plan over several pools: "
+                                                    "best, exact, fastest_first"),
+])
+def test_bad_pools_input(kwargs, match):
+    strategy = kwargs.pop("strategy", "best")
+    with pytest.raises(ValueError, match=match):
+        dsa.solve(P, strategy, **kwargs)
+
+
+def test_fixed_row_needs_one_pool():
+    p = dsa.Problem([0, 0], [2, 2], [4, 4], fixed_offsets=[0, None])
+    with pytest.raises(ValueError, match="row 0 has a fixed offset but may use 2 pools"):
+        dsa.solve(p, "best", pools=TWO)
+    sol = dsa.solve(p, "exact", pools=TWO, allowed=[["dram"], None])
+    assert sol.success and sol.pool.tolist() == [1, 0] and sol.offsets[0] == 0
+    with pytest.raises(ValueError, match="beyond the capacity 2 of pool 'tiny'"):
+        check_pools(dsa.Problem([0], [1], [2], fixed_offsets=[1]), [dsa.Pool("tiny", 2)])
+
+
+# ------------------------------------------------------------------------------ one pool = the classic problem
+@pytest.mark.parametrize("strategy", ["greedy_by_size", "best", "exact", "gergov"])
+def test_one_pool_is_the_classic_problem(strategy):
+    p = dsa.generate.random_trace(60, seed=3)
+    cap = int(dsa.load(p) * 1.2)
+    classic = dsa.solve(p, strategy, capacity=cap, seed=0)
+    pooled = dsa.solve(p, strategy, pools=[dsa.Pool("only", cap, cost=2.0)], seed=0)
+    assert pooled.status == classic.status and pooled.peak == classic.peak
+    assert pooled.lower_bound == classic.lower_bound
+    if strategy != "best":  # (best's search stops on the clock)
+        np.testing.assert_array_equal(pooled.offsets, classic.offsets)
+    assert pooled.pool.tolist() == [0] * len(p) and pooled.pool_peaks == (classic.peak,)
+    assert pooled.cost == 2.0 * int(p.sizes.sum()) and pooled.pool_names == ("only",)
+
+
+def test_one_pool_too_small_gives_the_classic_conflict():
+    p = dsa.Problem([0, 0, 0, 5], [4, 4, 4, 9], [3, 3, 3, 8])
+    sol = dsa.solve(p, "exact", pools=[dsa.Pool("sram", 8)])
+    assert sol.status is dsa.Status.INFEASIBLE and sol.conflict == (0, 1, 2)
+
+
+# ------------------------------------------------------------------------------ the validator over pools
+def test_validate_pools_names_the_rule_and_the_row():
+    p = dsa.Problem([0, 0, 2], [4, 4, 6], [4, 8, 4], ids=["a", "b", "c"])
+    dsa.validate(p, ([1, 0, 1], [0, 0, 4]), pools=TWO)
+    with pytest.raises(InvalidPlanError, match="pool 'dram': row 0 \\(id 'a'\\) and row 2 \\(id 'c'\\)") as e:
+        dsa.validate(p, ([1, 0, 1], [0, 0, 2]), pools=TWO)
+    assert e.value.rule == "overlap" and e.value.rows == (0, 2)
+    with pytest.raises(InvalidPlanError, match="beyond the pool's capacity 8") as e:
+        dsa.validate(p, ([1, 0, 0], [0, 0, 8]), pools=TWO)
+    assert e.value.rule == "capacity"
+    with pytest.raises(InvalidPlanError, match="which it may not use") as e:
+        dsa.validate(p, ([1, 0, 1], [0, 0, 4]), pools=TWO, allowed=[None, "dram", None])
+    assert e.value.rule == "allowed"
+    with pytest.raises(InvalidPlanError, match="pool index 2") as e:
+        dsa.validate(p, ([2, 0, 1], [0, 0, 4]), pools=TWO)
+    sol = dsa.solve(p, "best", pools=TWO)
+    dsa.validate(p, sol, pools=TWO)
+    with pytest.raises(InvalidPlanError, match="pass pools="):
+        dsa.validate(p, sol)
+
+
+def test_a_strategy_whose_pool_plan_breaks_a_rule_is_an_error():
+    from dsa.pools import make_pool_solution
+
+    def liar(problem, *, context):
+        return make_pool_solution(problem, context.pools, [0, 0, 0], [0, 0, 0], strategy="liar", cost_bound=0)
+
+    sol = dsa.solve(P, liar, pools=TWO)
+    assert sol.status is dsa.Status.ERROR and not sol.success and "plan failed validation" in sol.message
+
+    def boaster(problem, *, context):  # a valid plan, and a "proven" bound above its cost
+        return make_pool_solution(problem, context.pools, [1, 0, 1], [0, 0, 4], strategy="boaster", cost_bound=1e9)
+
+    sol = dsa.solve(P, boaster, pools=TWO)
+    assert sol.status is dsa.Status.ERROR and "above the cost" in sol.message
+
+
+# ------------------------------------------------------------------------------ exactness and validity
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pooled())
+def test_exact_cost_equals_brute_force(case):
+    problem, pools, allowed = case
+    sol = dsa.solve(problem, "exact", pools=pools, allowed=np.array(allowed), time_limit=20)
+    truth = _brute_force_cost(problem, pools, allowed)
+    if truth is None:
+        assert sol.status is dsa.Status.INFEASIBLE and sol.pool is None
+        conflict = list(sol.conflict)
+        rows_allowed = [allowed[i] for i in conflict]
+        assert _brute_force_cost(problem.take(conflict), pools, rows_allowed) is None
+        for r in range(len(conflict)):  # irreducible: feasible once any one row is removed
+            keep = conflict[:r] + conflict[r + 1:]
+            assert _brute_force_cost(problem.take(keep), pools, [allowed[i] for i in keep]) is not None
+    else:
+        assert sol.status is dsa.Status.OPTIMAL, sol.message
+        assert Fraction(sol.cost) == truth and sol.cost_bound == sol.cost
+        _check_independently(problem, pools, allowed, sol)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pooled(max_n=8), st.sampled_from(POOL_STRATEGIES))
+def test_every_pool_plan_is_valid(case, strategy):
+    problem, pools, allowed = case
+    sol = dsa.solve(problem, strategy, pools=pools, allowed=np.array(allowed), time_limit=0.2)
+    if sol.pool is not None:
+        assert sol.success, sol.message
+        _check_independently(problem, pools, allowed, sol)
+        assert sol.cost >= sol.cost_bound
+        assert sum(sol.stats["pool_weights"]) == int(problem.sizes.sum())
+    else:
+        assert sol.status in (dsa.Status.NO_FIT, dsa.Status.INFEASIBLE)
+
+
+def test_weights_decide_what_goes_to_fast_memory():
+    p = dsa.Problem([0, 0], [4, 4], [8, 8])
+    pools = [dsa.Pool("sram", 8, 1), dsa.Pool("dram", None, 10)]
+    heavy_second = dsa.solve(p, "exact", pools=pools, weights=[1, 100])
+    assert heavy_second.status is dsa.Status.OPTIMAL and heavy_second.pool.tolist() == [1, 0]
+    assert heavy_second.cost == 10 * 1 + 1 * 100 and heavy_second.stats["pool_weights"] == [100, 1]
+    heavy_first = dsa.solve(p, "exact", pools=pools, weights=[100, 1])
+    assert heavy_first.pool.tolist() == [0, 1]
+
+
+def test_infeasible_pools_come_with_a_conflict():
+    # four rows alive together; two fit in each of two pools of 8, the fifth fits nowhere
+    p = dsa.Problem([0] * 5, [4] * 5, [4] * 5)
+    pools = [dsa.Pool("a", 8), dsa.Pool("b", 8)]
+    sol = dsa.solve(p, "exact", pools=pools)
+    assert sol.status is dsa.Status.INFEASIBLE and sol.conflict == (0, 1, 2, 3, 4)
+    assert "conflict: rows 0, 1, 2, 3, 4" in sol.message
+    for strategy in ("fastest_first", "best"):
+        other = dsa.solve(p, strategy, pools=pools)
+        assert other.status is dsa.Status.NO_FIT and "fits in no pool" in other.message
+
+
+def test_exact_reports_a_limit_with_a_proven_bound():
+    p = dsa.generate.random_trace(200, seed=1)
+    load = dsa.load(p)
+    pools = [dsa.Pool("sram", load // 4), dsa.Pool("dram", None, 10)]
+    sol = dsa.solve(p, "exact", pools=pools, time_limit=0.5)
+    assert sol.success and sol.cost >= sol.cost_bound >= dsa.solve(p, "fastest_first", pools=pools).cost_bound
+    assert sol.status in (dsa.Status.OPTIMAL, dsa.Status.LIMIT_REACHED)
+
+
+# ------------------------------------------------------------------------------ quality against the baseline
+@pytest.mark.skipif(not TRACES.is_dir(), reason="shared DNN traces not present")
+def test_best_is_never_dearer_than_fastest_first_on_dnn_traces():
+    cheaper = ties = 0
+    for path in sorted(TRACES.glob("*.csv")):
+        p = dsa.read_csv(path)
+        for share in (4, 2):
+            pools = [dsa.Pool("sram", dsa.load(p) // share, 1.0), dsa.Pool("dram", None, 10.0)]
+            base = dsa.solve(p, "fastest_first", pools=pools)
+            ours = dsa.solve(p, "best", pools=pools, time_limit=0.3, seed=0)
+            assert ours.success and ours.cost <= base.cost, (path.name, share)
+            cheaper += ours.cost < base.cost
+            ties += ours.cost == base.cost
+    assert cheaper > ties
