@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-generalise bench-mip bench-peers bench-memory bench-profile bench-latency docs docs-figures docs-tables clean
+.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-generalise bench-pools bench-mip bench-peers bench-memory bench-profile bench-latency docs docs-figures docs-tables clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,14 @@ bench-executorch: $(PY)
 bench-cold-start: $(PY)
 	$(PIP) -e .
 	$(PY) benchmarks/cold_start.py --baseline-src HEAD --json out/cold_start.json
+
+# opt-in: memory pools on the DNN traces, SRAM at 1/4 and 1/2 of LOAD: fastest first against best (2 s)
+# and exact (10 s), every plan validated per pool (about 3 minutes). Writes docs/results/pools.{json,md}
+# and docs/img/pools_heap_map.png.
+bench-pools: $(PY)
+	$(PIP) -e ".[mip,plot]"
+	$(PY) benchmarks/pools.py --time-limit 2 --exact-time-limit 10 --out docs/results/pools \
+		--plot docs/img/pools_heap_map.png
 
 # opt-in: exact on the 11 challenging instances, 60 s each (about 2 minutes)
 bench-exact: $(PY)

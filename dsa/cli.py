@@ -88,21 +88,33 @@ def _cmd_solve(args) -> int:
 
     from dsa.strategies import strategy_options
 
-    if len(args.inputs) > 1 or args.out_dir is not None or Path(args.inputs[0]).is_dir():
+    batch = len(args.inputs) > 1 or args.out_dir is not None or Path(args.inputs[0]).is_dir()
+    if args.pool and (batch or args.capacity is not None):
+        raise ValueError("--pool plans one file, and each pool has its own capacity: give neither "
+                         "--capacity nor several inputs with it")
+    if batch:
         return _solve_batch(args)
     args.input = args.inputs[0]  # one file: as before the batch mode
     problem = _read(Path(args.input), args.capacity)
+    if args.pool and problem.capacity is not None:
+        problem = problem.replace(capacity=None)  # (a bundled instance's capacity: the pools have theirs)
     options = {}
     verbose = args.verbose if args.verbose is not None else sys.stderr.isatty()
     if verbose and "verbose" in strategy_options(args.strategy)[0]:
         options["verbose"] = True  # long searches log their progress on stderr
-    sol = dsa.solve(problem, args.strategy, time_limit=args.time_limit, seed=args.seed, **options)
-    print(f"{Path(args.input).name}: n={len(problem)} strategy={sol.strategy} status={sol.status} "
-          f"peak={sol.peak} LOAD={dsa.load(problem)} lower_bound={sol.lower_bound} peak/LB={sol.ratio:.4f} "
-          f"time={sol.stats['time_s'] * 1e3:.2f} ms")
-    print(sol.message)
+    pools = args.pool or None
+    if pools and "verbose" not in strategy_options(args.strategy)[0]:
+        options.pop("verbose", None)
+    sol = dsa.solve(problem, args.strategy, time_limit=args.time_limit, seed=args.seed, pools=pools, **options)
+    if sol.pool_names is not None and len(sol.pool_names) > 1:
+        _print_pools(problem, sol, Path(args.input).name)
+    else:
+        print(f"{Path(args.input).name}: n={len(problem)} strategy={sol.strategy} status={sol.status} "
+              f"peak={sol.peak} LOAD={dsa.load(problem)} lower_bound={sol.lower_bound} peak/LB={sol.ratio:.4f} "
+              f"time={sol.stats['time_s'] * 1e3:.2f} ms")
+        print(sol.message)
     if sol.conflict is not None:
-        _print_conflict(problem, sol)
+        _print_conflict(problem, sol, pools=pools)
     if args.output and sol.offsets is not None:
         out = Path(args.output)
         (dsa.write_json if out.suffix.lower() == ".json" else dsa.write_csv)(out, problem, sol)
@@ -113,10 +125,43 @@ def _cmd_solve(args) -> int:
     return EXIT_OK if sol.success else EXIT_INVALID
 
 
-def _print_conflict(problem, sol, most: int = 200) -> None:
+def _print_pools(problem, sol, name: str) -> None:
+    """The summary of a plan over pools: status, cost and bound, then one line per pool."""
+    cost = "none" if sol.cost is None else f"{sol.cost:g}"
+    print(f"{name}: n={len(problem)} strategy={sol.strategy} status={sol.status} cost={cost} "
+          f"cost_bound={sol.cost_bound:g} time={sol.stats['time_s'] * 1e3:.2f} ms")
+    print(sol.message)
+    if sol.pool is None:
+        return
+    caps = sol.stats.get("pool_capacities", [None] * len(sol.pool_names))
+    for p, pool_name in enumerate(sol.pool_names):
+        cap = "unbounded" if caps[p] is None else caps[p]
+        print(f"  pool {pool_name}: {int((sol.pool == p).sum())} buffers, peak={sol.pool_peaks[p]} "
+              f"capacity={cap} weight={sol.stats['pool_weights'][p]}")
+
+
+def _pool_arg(text: str):
+    """``NAME:CAPACITY[:COST]`` (CAPACITY ``none`` or empty: unbounded) as a :class:`dsa.Pool`."""
+    from dsa.pools import Pool
+
+    parts = text.split(":")
+    if len(parts) not in (2, 3) or not parts[0].strip():
+        raise argparse.ArgumentTypeError(f"expected NAME:CAPACITY[:COST], got {text!r}")
+    cap_text = parts[1].strip().lower()
+    try:
+        cap = None if cap_text in ("", "none", "inf", "unbounded") else int(cap_text)
+        cost = float(parts[2]) if len(parts) == 3 else 1.0
+        return Pool(parts[0].strip(), cap, cost)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--pool {text!r}: {exc}") from None
+
+
+def _print_conflict(problem, sol, most: int = 200, pools=None) -> None:
     """The rows of an INFEASIBLE solution's conflict, one a line, with their labels."""
     rows = sol.conflict
-    print(f"conflict: these {len(rows)} buffers cannot fit in the capacity {problem.capacity} together; "
+    where = (f"the capacity {problem.capacity}" if not pools else
+             "the pools they may use (" + ", ".join(f"{p.name}: {p.capacity}" for p in pools) + ")")
+    print(f"conflict: these {len(rows)} buffers cannot fit in {where} together; "
           "removing any one of them makes the rest fit:")
     for i in rows[:most]:
         extra = ""
@@ -407,6 +452,9 @@ def _parser() -> argparse.ArgumentParser:
                         "(their *.csv and *.json files) are planned as a batch into --out-dir")
     s.add_argument("--strategy", "-s", default="greedy_by_size")
     s.add_argument("--capacity", type=int)
+    s.add_argument("--pool", action="append", type=_pool_arg, metavar="NAME:CAPACITY[:COST]",
+                   help="plan over memory pools (repeat for each; CAPACITY 'none' is unbounded; COST "
+                        "default 1): each buffer gets a pool, at the least sum of cost x size")
     s.add_argument("--time-limit", type=float)
     s.add_argument("--seed", type=int)
     s.add_argument("-o", "--output", help="write the plan (CSV, or JSON by suffix)")

@@ -177,7 +177,9 @@ def write_csv(path, problem: Problem, solution=None) -> None:
     """Write ``problem`` as ``id,lower,upper,size[,alignment][,offset]``.
 
     With ``solution`` (a :class:`dsa.Solution` or an offsets array) the ``offset`` column holds the
-    plan; without it, the problem's fixed offsets (blank for free rows) if it has any.
+    plan; without it, the problem's fixed offsets (blank for free rows) if it has any. A plan over
+    several pools (``dsa.solve(..., pools=[...])``) adds a ``pool`` column: the name of each row's
+    pool (its offset is inside that pool).
     """
     offsets = _offsets_of(problem, solution)
     header = ["id", "lower", "upper", "size"]
@@ -188,6 +190,9 @@ def write_csv(path, problem: Problem, solution=None) -> None:
         offsets = [None if o == FREE else int(o) for o in problem.fixed_offsets]
     if offsets is not None:
         header.append("offset")
+    pools = _pool_column(solution)
+    if pools is not None:
+        header.append("pool")
     text = io.StringIO()
     w = csv.writer(text)
     w.writerow(header)
@@ -197,6 +202,8 @@ def write_csv(path, problem: Problem, solution=None) -> None:
             row.append(int(problem.alignments[i]))
         if offsets is not None:
             row.append("" if offsets[i] is None else int(offsets[i]))
+        if pools is not None:
+            row.append(pools[i])
         w.writerow(row)
     write_file(path, _encode(path, text.getvalue()))
 
@@ -351,7 +358,9 @@ def write_json(path, problem: Problem, solution=None) -> None:
 
     Each buffer is ``{"id", "start", "end", "size"}`` plus ``alignment`` and a fixed ``offset`` when set.
     A solution with a conflict (status INFEASIBLE, see :attr:`dsa.Solution.conflict`) adds
-    ``"conflict"`` (its row indices) and ``"conflict_ids"`` (their ids) to ``"solution"``.
+    ``"conflict"`` (its row indices) and ``"conflict_ids"`` (their ids) to ``"solution"``. A plan
+    over several pools adds ``"pool"`` (the pool name of each row; offsets are inside it),
+    ``"pools"`` (name, capacity, cost, peak and weight of each) and ``"cost"``, ``"cost_bound"``.
     """
     doc = {"format": "dsa", "version": 1, "capacity": problem.capacity, "buffers": problem.to_records()}
     if solution is not None:
@@ -361,6 +370,14 @@ def write_json(path, problem: Problem, solution=None) -> None:
                 plan[key] = getattr(solution, key)
         if hasattr(solution, "status"):
             plan["status"] = str(solution.status)
+        if _pool_column(solution) is not None:  # a plan over pools: each row's pool, and each pool's figures
+            plan["pool"] = _pool_column(solution)
+            caps = solution.stats.get("pool_capacities", [None] * len(solution.pool_names))
+            costs = solution.stats.get("pool_costs", [None] * len(solution.pool_names))
+            plan["pools"] = [{"name": name, "capacity": caps[p], "cost": costs[p], "peak": solution.pool_peaks[p],
+                              "weight": solution.stats.get("pool_weights", [None] * len(caps))[p]}
+                             for p, name in enumerate(solution.pool_names)]
+            plan["cost"], plan["cost_bound"] = solution.cost, solution.cost_bound
         conflict = getattr(solution, "conflict", None)
         if conflict is not None:  # an irreducible infeasible subset: its rows and their ids
             plan["conflict"] = [int(i) for i in conflict]
@@ -371,6 +388,15 @@ def write_json(path, problem: Problem, solution=None) -> None:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"cannot write {path} as JSON: {exc}") from None
     write_file(path, _encode(path, text))
+
+
+def _pool_column(solution) -> list | None:
+    """The pool name of each row of a plan over several pools; None for any other solution."""
+    names = getattr(solution, "pool_names", None)
+    pool = getattr(solution, "pool", None)
+    if names is None or pool is None or len(names) < 2:
+        return None
+    return [names[int(p)] for p in pool]
 
 
 def _plain(value):

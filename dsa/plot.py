@@ -170,6 +170,8 @@ def heap_map(problem, solution, path=None, *, ax=None, title: str | None = None,
     (True, True)
     """
     fmt = output_format(path, format)
+    if getattr(solution, "pool_names", None) is not None and len(solution.pool_names) > 1:
+        return _pool_maps(problem, solution, path, ax=ax, title=title, format=fmt)
     offsets = getattr(solution, "offsets", solution)
     if offsets is None:
         raise ValueError("the solution holds no plan (offsets is None)")
@@ -189,6 +191,65 @@ def heap_map(problem, solution, path=None, *, ax=None, title: str | None = None,
 
         return write_file(path, page)
     return _matplotlib_map(problem, solution, offsets, path, ax=ax, title=title, format=fmt)
+
+
+def _pool_maps(problem, solution, path, *, ax, title, format):
+    """A plan over several pools (:mod:`dsa.pools`): one heap map per pool, stacked, each with its
+    capacity (a dotted line) and its peak; matplotlib output only."""
+    if solution.pool is None or solution.offsets is None:
+        raise ValueError("the solution holds no plan (offsets is None)")
+    if format == "html":
+        raise ValueError("the interactive heap map draws one slab; for a plan over pools write an image "
+                         "(.png, .svg or .pdf): one panel per pool")
+    if ax is not None:
+        raise ValueError("a plan over pools draws one panel per pool: give a path, not ax")
+    try:
+        import matplotlib
+
+        if path is not None:
+            matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("heap_map needs matplotlib: pip install 'dsa-planner[plot]'") from exc
+    names = solution.pool_names
+    caps = solution.stats.get("pool_capacities", [None] * len(names))
+    weights = solution.stats.get("pool_weights", [None] * len(names))
+    fig, axes = plt.subplots(len(names), 1, figsize=(11, 3.2 * len(names)), dpi=110, sharex=True, squeeze=False)
+    try:
+        for p, (name, ax_p) in enumerate(zip(names, axes[:, 0])):
+            rows = np.flatnonzero(solution.pool == p)
+            head = f"pool {name}: {len(rows)} buffers, peak {solution.pool_peaks[p]}"
+            if caps[p] is not None:
+                head += f" of capacity {caps[p]}"
+            if weights[p] is not None:
+                head += f", weight {weights[p]}"
+            if len(rows) == 0:
+                ax_p.set_title(head)
+                continue
+            sub = problem.take(rows)
+            _matplotlib_map(sub, None, solution.offsets[rows], None, ax=ax_p, title=head, format=None)
+            if caps[p] is not None:
+                ax_p.axhline(caps[p], color="black", linestyle=":", linewidth=1.5, label=f"capacity = {caps[p]:,}")
+                ax_p.legend(loc="upper right", fontsize=8)
+        if title is None:
+            title = f"heap maps: {solution.strategy}, cost {solution.cost:g} ({solution.status.value})"
+        from dsa._heap_html import unicode_text
+
+        fig.suptitle(unicode_text(str(title)))
+        fig.tight_layout()
+        if path is not None:
+            import io
+
+            from dsa.io import write_file
+
+            target = output_path(path, format)
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format=format or os.path.splitext(str(target))[1][1:].lower() or _default_format())
+            write_file(target, buffer.getbuffer())
+    finally:
+        if path is not None:
+            plt.close(fig)
+    return fig
 
 
 def _matplotlib_map(problem, solution, offsets, path, *, ax, title, format):

@@ -399,6 +399,8 @@ def finalize_pools(problem, spec: PoolSpec, solution: Solution, *, error: str | 
         cost = spec.cost(pool)
         peaks = pool_peaks(problem, spec, pool, offsets)
         stats["pool_weights"] = spec.pool_weights(pool)
+        stats["pool_capacities"] = [spec.capacity(p) for p in range(len(spec))]
+        stats["pool_costs"] = spec.costs.tolist()
         if error is None and bound > cost:
             error = f"the strategy claims a cost bound {claimed} above the cost {cost} of its own plan"
     if error is not None:

@@ -270,3 +270,69 @@ def test_best_is_never_dearer_than_fastest_first_on_dnn_traces():
             cheaper += ours.cost < base.cost
             ties += ours.cost == base.cost
     assert cheaper > ties
+
+
+# ------------------------------------------------------------------------------ where users meet it
+def test_cli_pools(tmp_path, capsys):
+    from dsa.cli import main
+
+    src = tmp_path / "t.csv"
+    dsa.write_csv(src, dsa.Problem([0, 0, 2, 3], [4, 4, 6, 8], [4, 8, 4, 2], ids=["a", "b", "c", "d"]))
+    out = tmp_path / "plan.json"
+    assert main(["solve", str(src), "-s", "exact", "--pool", "sram:8:1", "--pool", "dram:none:10",
+                 "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "status=optimal cost=108" in text and "pool sram: 1 buffers, peak=8 capacity=8" in text
+    doc = __import__("json").loads(out.read_text())["solution"]
+    assert doc["pool"] == ["dram", "sram", "dram", "dram"] and doc["cost"] == 108.0
+    assert [p["name"] for p in doc["pools"]] == ["sram", "dram"] and doc["pools"][0]["capacity"] == 8
+    csv_out = tmp_path / "plan.csv"
+    assert main(["solve", str(src), "-s", "best", "--pool", "sram:8", "--pool", "dram:none:10", "-o",
+                 str(csv_out)]) == 0
+    assert csv_out.read_text().splitlines()[0] == "id,lower,upper,size,offset,pool"
+    # an impossible pool set: the conflict rows, with their labels
+    assert main(["solve", str(src), "-s", "exact", "--pool", "a:4", "--pool", "b:8"]) == 1
+    text = capsys.readouterr().out
+    assert "status=infeasible" in text and "cannot fit in the pools they may use (a: 4, b: 8)" in text
+    assert "id='a'" in text
+
+
+@pytest.mark.parametrize("arg, match", [("sram", "NAME:CAPACITY"), ("sram:-1", "negative"),
+                                        ("sram:10:x", "could not convert"), (":10", "NAME:CAPACITY")])
+def test_cli_bad_pool(tmp_path, capsys, arg, match):
+    from dsa.cli import main
+
+    src = tmp_path / "t.csv"
+    dsa.write_csv(src, dsa.Problem([0], [4], [4]))
+    with pytest.raises(SystemExit) as exit_:
+        main(["solve", str(src), "--pool", arg])
+    assert exit_.value.code == 2 and match in capsys.readouterr().err
+
+
+def test_heap_map_of_pools(tmp_path):
+    pytest.importorskip("matplotlib")
+    from dsa.plot import heap_map
+
+    p = dsa.generate.random_trace(40, seed=2)
+    pools = [dsa.Pool("sram", dsa.load(p) // 3), dsa.Pool("dram", None, 10)]
+    sol = dsa.solve(p, "best", pools=pools, time_limit=0.2)
+    fig = heap_map(p, sol, tmp_path / "pools.png")
+    assert (tmp_path / "pools.png").stat().st_size > 1000 and len(fig.axes) == 2
+    with pytest.raises(ValueError, match="one slab"):
+        heap_map(p, sol, tmp_path / "pools.html")
+
+
+def test_the_pools_page_examples_run(tmp_path, monkeypatch):
+    import re
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "pools.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python[^\n]*\n(.*?)^```", page, re.S | re.M)
+    assert len(blocks) == 2
+    monkeypatch.chdir(tmp_path)
+    dsa.write_csv("trace.csv", dsa.generate.random_trace(120, seed=5))
+    first = {}
+    exec(compile(blocks[0], "docs/pools.md (block 1)", "exec"), first)
+    assert first["sol"].success and len(first["sol"].pool_peaks) == 2
+    second = {}
+    exec(compile("import dsa\n" + blocks[1], "docs/pools.md (block 2)", "exec"), second)
+    assert second["sol"].status is dsa.Status.INFEASIBLE and second["sol"].conflict == (0, 1, 2, 3, 4)
