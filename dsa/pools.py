@@ -177,6 +177,21 @@ class PoolSpec:
             order[self.allowed[:, p]] = p
         return order
 
+    def round_up(self, bound: float) -> float:
+        """A proven bound raised to the next cost that an assignment can have.
+
+        With integer weights every cost is a multiple of ``1 / D``, D the least common denominator of
+        the pool costs (as exact fractions), so a bound can be rounded up to such a multiple; with
+        fractional weights it is returned as it is."""
+        if self.weights.dtype.kind != "i" or not math.isfinite(bound):
+            return bound
+        denominator = 1
+        for cost in self._costs:
+            denominator = denominator * cost.denominator // math.gcd(denominator, cost.denominator)
+        if denominator > 2**20:
+            return bound
+        return float(Fraction(math.ceil(Fraction(bound) * denominator), denominator))
+
     def trivial_bound(self) -> float:
         """A proven lower bound on the cost: every row in its cheapest allowed pool, capacities ignored."""
         return self.cost(self.cheapest())

@@ -17,7 +17,7 @@ from dsa.validator import InvalidPlanError
 from conftest import fields
 from naive import brute_force_optimum, naive_validate
 
-POOL_STRATEGIES = ["fastest_first", "best", "exact"]
+POOL_STRATEGIES = ["fastest_first", "best", "exact", "mip"]
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces"
 
 
@@ -114,9 +114,11 @@ TWO = [dsa.Pool("sram", 8), dsa.Pool("dram", None, 10)]
     ({"allowed": [None, None, None]}, "give pools"),
     ({"weights": [1, 2, 3]}, "give pools"),
     ({"pools": TWO, "strategy": "greedy_by_size"}, "plans one slab only; strategies that plan over several pools: "
-                                                    "best, exact, fastest_first"),
+                                                    "best, exact, fastest_first, mip"),
+    ({"pools": TWO, "strategy": "mip", "backend": "cbc"}, "'highs' backend only"),
 ])
 def test_bad_pools_input(kwargs, match):
+    kwargs = dict(kwargs)
     strategy = kwargs.pop("strategy", "best")
     with pytest.raises(ValueError, match=match):
         dsa.solve(P, strategy, **kwargs)
@@ -209,6 +211,25 @@ def test_exact_cost_equals_brute_force(case):
         assert sol.status is dsa.Status.OPTIMAL, sol.message
         assert Fraction(sol.cost) == truth and sol.cost_bound == sol.cost
         _check_independently(problem, pools, allowed, sol)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pooled())
+def test_mip_proves_only_what_brute_force_confirms(case):
+    pytest.importorskip("scipy")
+    problem, pools, allowed = case
+    sol = dsa.solve(problem, "mip", pools=pools, allowed=np.array(allowed), time_limit=20)
+    truth = _brute_force_cost(problem, pools, allowed)
+    if sol.status is dsa.Status.INFEASIBLE:
+        assert truth is None
+    elif truth is None:
+        assert sol.pool is None and sol.status is not dsa.Status.OPTIMAL
+    else:
+        assert sol.success, sol.message
+        _check_independently(problem, pools, allowed, sol)
+        assert Fraction(sol.cost_bound) <= truth <= Fraction(sol.cost)
+        if sol.status is dsa.Status.OPTIMAL:
+            assert Fraction(sol.cost) == truth
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -99,7 +99,7 @@ _REGISTRY: dict[str, StrategyInfo] = dict([
            paper="Lee et al. 2019", complexity="O(n K log n)"),
     _entry("mip", "exact", "big-M MIP from a heuristic start (HiGHS, CBC or Gurobi); proves bounds",
            paper="Sekiyama et al. 2018", requires=("scipy",), extra="mip", time_limit=True, max_n=60,
-           complexity="one binary per overlapping pair"),
+           complexity="one binary per overlapping pair", pools="dsa.strategies._pools_mip:solve_pools"),
 ])
 
 _ALIASES: dict[str, str] = {

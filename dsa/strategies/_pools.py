@@ -36,7 +36,7 @@ scipy), and evaluate the Lagrangian function at its dual prices ``y >= 0``:
 - sum y * capacity``. Any ``y >= 0`` gives a valid bound (M. L. Fisher, "The Lagrangian Relaxation
 Method for Solving Integer Programming Problems", Management Science 1981), so the LP's tolerances
 cannot make it wrong; it is evaluated in floating point with a relative safety margin of 1e-9, and
-rounded up when every cost and weight is an integer.
+rounded up to the next cost an assignment can have (:meth:`dsa.pools.PoolSpec.round_up`).
 
 Complexity: fastest first is O(n log n + E + sum_i k_i log k_i) (E: pairs of rows that meet in time,
 k_i: the row's neighbours in its pool); a move of the search costs one placement or one greedy
@@ -59,7 +59,7 @@ from dsa.solution import plan_peak
 from dsa.strategies._orders import order_rows
 from dsa.sweep import sections
 
-__all__ = ["fastest_first", "search", "exact", "lagrangian_bound", "conflict_filter", "ORDERS"]
+__all__ = ["fastest_first", "search", "exact", "lagrangian_bound", "conflict_filter", "decide_rows", "spec_of", "ORDERS"]
 
 SEARCH_TIME_LIMIT = 1.0     # best's default, as for one slab
 EXACT_TIME_LIMIT = 10.0     # exact's default over pools (a search over assignments never ends by itself)
@@ -335,7 +335,7 @@ def _finish(problem, spec: PoolSpec, plan: _Plan) -> _Plan:
     return plan
 
 
-def _spec_of(context) -> PoolSpec:
+def spec_of(context) -> PoolSpec:
     spec = getattr(context, "pools", None)
     if spec is None:
         raise ValueError("planning over pools needs a context with pools (use dsa.solve(..., pools=[...]))")
@@ -359,7 +359,7 @@ def _constructive(problem, spec, orders=ORDERS):
 
 def solve_fastest_first(problem, *, context=None):
     """The strategy ``fastest_first`` over pools: see :func:`fastest_first`."""
-    spec = _spec_of(context)
+    spec = spec_of(context)
     plan, bad = fastest_first(problem, spec)
     if plan is None:
         return make_pool_solution(problem, spec, None, None, strategy="fastest_first",
@@ -369,9 +369,10 @@ def solve_fastest_first(problem, *, context=None):
                               stats={"order": "size"})
 
 
-def search(problem, *, context=None, time_limit: float | None = None, seed=None):
-    """``best`` over pools: constructive plans, then the local search of :class:`_Improver` (see the module)."""
-    spec = _spec_of(context)
+def search(problem, *, context=None, time_limit: float | None = None, seed=None, restarts: bool = True):
+    """``best`` over pools: constructive plans, then the local search of :class:`_Improver` (see the module);
+    with ``restarts``, random restarts until the time limit (or the trivial bound)."""
+    spec = spec_of(context)
     t0 = time.perf_counter()
     budget = Budget(SEARCH_TIME_LIMIT if time_limit is None else time_limit, None)
     plan, winner, failed = _constructive(problem, spec)
@@ -388,7 +389,7 @@ def search(problem, *, context=None, time_limit: float | None = None, seed=None)
     # restarts until the deadline: the saving-per-byte-time order with random noise, then the local search
     rng = np.random.default_rng(seed)
     _, density = _value_keys(problem, spec)
-    while not stopped and best_cost > bound and budget.remaining() > 0 and len(problem):
+    while restarts and not stopped and best_cost > bound and budget.remaining() > 0 and len(problem):
         restarts += 1
         noisy = density * rng.lognormal(0.0, 0.5, len(problem))
         plan, _ = fastest_first(problem, spec, order=np.lexsort((np.arange(len(problem)), -problem.sizes, -noisy)))
@@ -399,7 +400,7 @@ def search(problem, *, context=None, time_limit: float | None = None, seed=None)
         moves += improver.moves
         if improver.cost < best_cost:
             best, best_cost, last = improver.plan, improver.cost, time.perf_counter() - t0
-    stopped = stopped or (best_cost > bound and budget.remaining() <= 0)
+    stopped = stopped or (restarts and best_cost > bound and budget.remaining() <= 0)
     plan = _finish(problem, spec, best)
     return make_pool_solution(problem, spec, plan.pool, plan.offsets, strategy="best", limit_reached=stopped,
                               stats={"winner": winner, "moves": moves, "restarts": restarts,
@@ -474,10 +475,7 @@ def lagrangian_bound(problem, spec: PoolSpec) -> float:
     value = float(best.sum() - float(np.dot(y, caps)))
     scale = float(np.abs(best).sum() + np.dot(y, caps)) + 1.0
     value -= 1e-9 * scale
-    integral = all(float(pool.cost).is_integer() for pool in spec.pools) and spec.weights.dtype.kind == "i"
-    if integral:
-        value = float(math.ceil(value))
-    return max(trivial, value)
+    return max(trivial, spec.round_up(value))
 
 
 # ---------------------------------------------------------------------------------------- exact
@@ -662,7 +660,7 @@ def _subspec(spec: PoolSpec, rows) -> PoolSpec:
     return PoolSpec(spec.pools, spec.allowed[rows].copy(), spec.weights[rows].copy())
 
 
-def _decide_rows(problem, spec, rows, budget, seed):
+def decide_rows(problem, spec, rows, budget, seed):
     """Whether rows ``rows`` fit in their allowed pools together: True, False, or None (budget ran out)."""
     rows = np.asarray(rows, dtype=np.int64)
     sub, sub_spec = problem.take(rows), _subspec(spec, rows)
@@ -686,7 +684,7 @@ def conflict_filter(problem, spec: PoolSpec, budget: Budget, seed=None):
         if r not in core:
             continue
         rest = [i for i in core if i != r]
-        verdict = _decide_rows(problem, spec, rest, budget, seed)
+        verdict = decide_rows(problem, spec, rest, budget, seed)
         if verdict is None:
             return None
         if not verdict:
@@ -696,13 +694,13 @@ def conflict_filter(problem, spec: PoolSpec, budget: Budget, seed=None):
 
 def exact(problem, *, context=None, time_limit: float | None = None, node_limit: int | None = None, seed=None):
     """``exact`` over pools: the branch and bound of :class:`_AssignmentSearch` (see the module)."""
-    spec = _spec_of(context)
+    spec = spec_of(context)
     t0 = time.perf_counter()
     limit = EXACT_TIME_LIMIT if time_limit is None else time_limit
     budget = Budget(limit, node_limit)
     stats = {}
-    # the incumbent: the search of best, with a fifth of the time (at most a second)
-    head = search(problem, context=context, time_limit=max(min(limit / 5, 1.0), 1e-3), seed=seed)
+    # the incumbent: the search of best without its restarts, with at most a fifth of the time (and a second)
+    head = search(problem, context=context, time_limit=max(min(limit / 5, 1.0), 1e-3), seed=seed, restarts=False)
     bound = max(spec.trivial_bound(), lagrangian_bound(problem, spec))
     stats["lagrangian_bound"] = bound
     inc_pool, inc_offsets = head.pool, head.offsets
