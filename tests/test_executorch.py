@@ -221,7 +221,13 @@ def _storage_chain(spec):
 
 
 def test_no_two_tensors_overlap_in_time_and_address(lowered):
-    for table, _ in lowered.algo.history:  # every graph: the submodules', then the top-level one
+    _assert_disjoint(lowered.algo, lowered.ours)
+
+
+def _assert_disjoint(algo, prog):
+    """No two tensors of one arena overlap in time and address (unless one lives in the other's
+    storage), by brute force and by ExecuTorch's own Verifier."""
+    for table, _ in algo.history:  # every graph: the submodules', then the top-level one
         specs = table.specs
         assert all(s.mem_offset is not None and s.mem_offset % table.alignment == 0 for s in specs)
         for m, reserved in table.reserved.items():  # the submodules' bytes stay at the bottom
@@ -235,8 +241,8 @@ def test_no_two_tensors_overlap_in_time_and_address(lowered):
                             and b.mem_offset < a.mem_offset + a.allocated_memory)
                 if in_time and in_space:  # allowed only when one lives inside the other's storage
                     assert a in _storage_chain(b) or b in _storage_chain(a), (a, b)
-    gm = lowered.ours.exported_program().graph_module
-    verifier = Verifier(gm, True, True, True, lowered.ours.exported_program().graph_signature)
+    gm = prog.exported_program().graph_module
+    verifier = Verifier(gm, True, True, True, prog.exported_program().graph_signature)
     verifier.verify_storage_reuse()  # ExecuTorch's own check (it runs it only for its greedy)
     verifier.verify_graph_input_output()
 
@@ -421,3 +427,44 @@ def test_importing_the_adapter_imports_neither_torch_nor_executorch():
             "print('torch' in sys.modules, 'executorch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+# ---------------------------------------------------------------- memory pools onto mem_ids
+@pytest.mark.parametrize("name", ["mlp", "cond", "storage_base"])
+def test_pools_become_arenas_and_run_bit_identical(name):
+    make, make_inputs, config = MODELS[name]
+    torch.manual_seed(0)
+    model = make().eval()
+    inputs = make_inputs()
+    with torch.no_grad():
+        edge = to_edge(torch.export.export(model, inputs))
+    theirs = copy.deepcopy(edge).to_executorch(ExecutorchBackendConfig(
+        memory_planning_pass=MemoryPlanningPass(), **config))
+    whole = _arenas(theirs)[1]
+    sram = dsa.Pool("sram", whole // 3, cost=1.0)
+    algo = memory_planning_algo("best", time_limit=0.5, pools=[sram, dsa.Pool("dram", None, cost=10.0)])
+    ours = copy.deepcopy(edge).to_executorch(ExecutorchBackendConfig(
+        memory_planning_pass=MemoryPlanningPass(memory_planning_algo=algo), **config))
+    arenas = _arenas(ours)
+    assert len(arenas) >= 3 and arenas[0] == 0 and 0 < arenas[1] <= sram.capacity and arenas[2] > 0
+    assert {s.mem_id for table, _ in algo.history for s in table.specs} >= {1, 2}
+    for a, b in zip(_run(ours, inputs), _run(theirs, inputs)):
+        for x, y in zip(a, b):
+            assert torch.equal(x, y), name
+    _assert_disjoint(algo, ours)
+    assert algo.history[-1][1].solutions[1].pool_names == ("sram", "dram")
+
+
+def _plan_with(**options):
+    from dsa.adapters.executorch._convert import plan
+
+    return plan(convert(16, [_spec()], _graph_with(_spec())), "best", **options)
+
+
+def test_pool_options_are_checked():
+    with pytest.raises(ValueError, match="pool_mem_ids must give each"):
+        _plan_with(pools=[dsa.Pool("a", 64), dsa.Pool("b", None)], pool_mem_ids=[1, 1])
+    with pytest.raises(ValueError, match="not supported by the ExecuTorch bridge"):
+        _plan_with(pools=[dsa.Pool("a", 64), dsa.Pool("b", None)], weights=[1])
+    with pytest.raises(ValueError, match="pool_mem_ids needs pools"):
+        _plan_with(pool_mem_ids=[1])

@@ -308,10 +308,19 @@ class Plan:
 def plan(table: SpecTable, strategy="best", **solve_options) -> Plan:
     """Plan every arena of ``table`` with :func:`dsa.solve`, validate, and place the storage-backed specs.
 
+    With ``pools=[dsa.Pool(...), ...]`` among the options, the tensors of the default arena
+    (``mem_id`` 1) are planned over the pools (:mod:`dsa.pools`) and pool ``p`` becomes the arena
+    ``pool_mem_ids[p]`` (default ``p + 1``: the first pool is arena 1); a pool's capacity bounds its
+    whole arena (reserved bytes and padding included). Arenas that an earlier pass assigned stay
+    as they are.
+
     Raises
     ------
     RuntimeError
         If dsa returns no valid plan for an arena (never a silently wrong plan).
+    ValueError
+        For pools that the table cannot use (a pool mem_id taken by an earlier pass, a pool smaller than
+        its reserved bytes), or ``allowed=``/``weights=``.
     dsa.InvalidPlanError
         If :func:`dsa.validate` rejects a plan.
     """
@@ -321,11 +330,19 @@ def plan(table: SpecTable, strategy="best", **solve_options) -> Plan:
     from dsa.validator import validate
 
     t0 = time.perf_counter()
+    solve_options = dict(solve_options)
+    pools, pool_mem_ids = _pool_options(table, solve_options)
     n = len(table.specs)
     offsets = [0] * n
-    bufsizes = [0] * table.n_buffers
+    mem_ids = list(table.mem_ids)
+    top = max([table.n_buffers - 1] + (pool_mem_ids or []))
+    bufsizes = [0] * (top + 1)
     solutions = {}
     for m, (problem, rows) in table.problems.items():
+        if pools is not None and m == 1:  # the default arena, planned over the pools
+            _plan_pools(table, problem, rows, strategy, pools, pool_mem_ids, solve_options, offsets, mem_ids,
+                        bufsizes, solutions)
+            continue
         sol = solve(problem, strategy, **solve_options)
         if not sol.success or sol.offsets is None:
             raise RuntimeError(f"dsa could not plan arena mem_id={m} ({len(rows)} tensors) with strategy "
@@ -339,18 +356,85 @@ def plan(table: SpecTable, strategy="best", **solve_options) -> Plan:
     for i in range(n):
         if table.root[i] != i:
             offsets[i] = offsets[table.root[i]] + table.root_offset[i]
+            mem_ids[i] = mem_ids[table.root[i]]
     for m, size in enumerate(table.input_sizes):  # an arena used only by the submodules still holds them
         if m > 0:
             bufsizes[m] = max(bufsizes[m], size)
     # independent of dsa's validator: every spec lies inside its arena, aligned
     for i in range(n):
-        m = table.mem_ids[i]
+        m = mem_ids[i]
         if offsets[i] % table.alignment or offsets[i] < table.reserved.get(m, 0) or \
                 offsets[i] + table.sizes[i] > bufsizes[m] - table.extra_padding:
             raise RuntimeError(f"internal error: spec {table.labels[i]!r} at offset {offsets[i]} is outside "
                                f"arena {m} or misaligned")
-    mem_obj_ids = _address_groups(offsets, table.sizes, table.mem_ids)
-    return Plan(offsets, list(table.mem_ids), mem_obj_ids, bufsizes, solutions, time.perf_counter() - t0)
+    if pools is not None:
+        for pool, m in zip(pools, pool_mem_ids):
+            if pool.capacity is not None and bufsizes[m] > pool.capacity:
+                raise RuntimeError(f"internal error: arena {m} (pool {pool.name!r}) is {bufsizes[m]} bytes, above "
+                                   f"its capacity {pool.capacity}")
+    mem_obj_ids = _address_groups(offsets, table.sizes, mem_ids)
+    return Plan(offsets, mem_ids, mem_obj_ids, bufsizes, solutions, time.perf_counter() - t0)
+
+
+def _pool_options(table: SpecTable, options: dict):
+    """Take ``pools`` and ``pool_mem_ids`` out of the solve options and check them against the table."""
+    pools = options.pop("pools", None)
+    pool_mem_ids = options.pop("pool_mem_ids", None)
+    for key in ("allowed", "weights"):
+        if key in options:
+            raise ValueError(f"{key}= is not supported by the ExecuTorch bridge: every tensor of the default "
+                             "arena may use every pool, weighted by its size")
+    if pools is None:
+        if pool_mem_ids is not None:
+            raise ValueError("pool_mem_ids needs pools=")
+        return None, None
+    from dsa.pools import check_pools
+    from dsa.problem import Problem
+
+    pools = list(check_pools(Problem([], [], []), pools).pools)
+    if pool_mem_ids is None:
+        pool_mem_ids = list(range(1, len(pools) + 1))
+    pool_mem_ids = [int(m) for m in pool_mem_ids]
+    if len(pool_mem_ids) != len(pools) or len(set(pool_mem_ids)) != len(pools) or min(pool_mem_ids) < 1:
+        raise ValueError(f"pool_mem_ids must give each of the {len(pools)} pools its own mem_id >= 1, "
+                         f"got {pool_mem_ids}")
+    taken = sorted(m for m in table.problems if m != 1 and m in pool_mem_ids)
+    if taken:
+        raise ValueError(f"mem_id {taken[0]} is already an arena of its own (set by an earlier pass); give the "
+                         "pools other mem_ids with pool_mem_ids=")
+    return pools, pool_mem_ids
+
+
+def _plan_pools(table, problem, rows, strategy, pools, pool_mem_ids, options, offsets, mem_ids, bufsizes, solutions):
+    """Plan the default arena's tensors over the pools: pool ``p`` becomes arena ``pool_mem_ids[p]``."""
+    from dsa.pools import Pool
+    from dsa.solver import solve
+    from dsa.validator import validate
+
+    room = []
+    for pool, m in zip(pools, pool_mem_ids):
+        cap = pool.capacity
+        if cap is not None:
+            cap -= table.reserved.get(m, 0) + table.extra_padding
+            if cap < 0:
+                raise ValueError(f"pool {pool.name!r} (mem_id {m}) cannot hold the {table.reserved.get(m, 0)} bytes "
+                                 f"reserved for control flow plus {table.extra_padding} bytes of padding")
+        room.append(Pool(pool.name, cap, pool.cost))
+    sol = solve(problem, strategy, pools=room, **options)
+    if not sol.success or sol.offsets is None:
+        raise RuntimeError(f"dsa could not plan the default arena ({len(rows)} tensors) over the pools "
+                           f"{[p.name for p in pools]} with strategy {strategy!r}: {sol.status.value}: {sol.message}")
+    validate(problem, sol, pools=room)  # always, whatever the options say
+    pool = sol.pool if sol.pool is not None else [0] * len(rows)
+    for r, i in enumerate(rows):
+        m = pool_mem_ids[int(pool[r])]
+        mem_ids[i] = m
+        offsets[i] = table.reserved.get(m, 0) + int(sol.offsets[r])
+    peaks = sol.pool_peaks if sol.pool_peaks is not None else (sol.peak,)
+    for p, m in enumerate(pool_mem_ids):
+        if peaks[p] or table.reserved.get(m, 0):
+            bufsizes[m] = table.reserved.get(m, 0) + int(peaks[p]) + table.extra_padding
+    solutions[1] = sol
 
 
 def _address_groups(offsets, sizes, mem_ids) -> list[int]:

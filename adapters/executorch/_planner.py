@@ -87,7 +87,11 @@ def memory_planning_algo(strategy="best", **solve_options) -> DsaMemoryPlanner:
     strategy : str or callable, default "best"
         A dsa strategy (see :func:`dsa.available_strategies`).
     **solve_options
-        Passed to :func:`dsa.solve` (``time_limit=``, ``seed=``...).
+        Passed to :func:`dsa.solve` (``time_limit=``, ``seed=``...). With ``pools=[dsa.Pool(...),
+        ...]`` the tensors of the default arena are planned over memory pools (:mod:`dsa.pools`):
+        pool ``p`` becomes the arena ``mem_id = pool_mem_ids[p]`` (option ``pool_mem_ids``; default
+        ``p + 1``, so the first pool, the fastest, is arena 1), each arena within its pool's capacity,
+        the cost ``sum cost(pool) x size`` minimised. The device then places each arena in its memory.
 
     Returns
     -------
