@@ -115,25 +115,45 @@ def _gap(lo, hi, size: int, align: int) -> int:
     return int(cand[fits[np.argmin(room[fits])]])
 
 
+def _time_neighbours(problem):
+    """The time-overlap graph of ``problem`` as CSR ``(indptr, indices)``, or None where it would be
+    dense (most rows meet: scanning every row is then as fast and takes no O(n^2) memory)."""
+    from dsa.sweep import Sweep
+
+    sweep = Sweep(problem)
+    if len(problem) < 64 or sweep.dense:
+        return None
+    return sweep.overlap
+
+
 class _Plan:
     """An assignment and offsets over the pools, with the moves the planners make on it."""
 
-    def __init__(self, problem, spec: PoolSpec, starts_sorted=None):
-        self.problem, self.spec = problem, spec
+    def __init__(self, problem, spec: PoolSpec, neighbours=None):
+        self.problem, self.spec, self.neighbours = problem, spec, neighbours
         n = len(problem)
         self.pool = np.full(n, -1, dtype=np.int64)
         self.offsets = np.full(n, -1, dtype=np.int64)
         self.caps = [spec.capacity(p) for p in range(len(spec))]
+        self.fixed = problem.is_fixed
 
     def copy(self) -> "_Plan":
         other = _Plan.__new__(_Plan)
-        other.problem, other.spec, other.caps = self.problem, self.spec, self.caps
+        other.problem, other.spec, other.caps, other.neighbours = self.problem, self.spec, self.caps, self.neighbours
+        other.fixed = self.fixed
         other.pool, other.offsets = self.pool.copy(), self.offsets.copy()
         return other
 
     def meets(self, r: int, p: int, exclude=None) -> np.ndarray:
         """The rows of pool ``p`` (with bytes) whose lifetimes meet row ``r``'s."""
         pr = self.problem
+        if self.neighbours is not None:
+            indptr, indices = self.neighbours
+            cand = indices[indptr[r]:indptr[r + 1]]
+            keep = (self.pool[cand] == p) & (pr.sizes[cand] > 0)
+            if exclude is not None and len(exclude):
+                keep &= ~np.isin(cand, exclude)
+            return np.sort(cand[keep])
         near = (self.pool == p) & (pr.sizes > 0) & (pr.starts < pr.ends[r]) & (pr.ends > pr.starts[r])
         near[r] = False
         if exclude is not None:
@@ -145,7 +165,7 @@ class _Plan:
         fit the capacity (or is fixed elsewhere)."""
         pr = self.problem
         size = int(pr.sizes[r])
-        if pr.is_fixed[r]:
+        if self.fixed[r]:
             return int(pr.fixed_offsets[r])
         if size == 0:
             return 0
@@ -179,7 +199,7 @@ def _pack(problem, rows, cap, orders=PACK_ORDERS):
     return best if cap is None else None
 
 
-def fastest_first(problem, spec: PoolSpec, order="size"):
+def fastest_first(problem, spec: PoolSpec, order="size", neighbours=None):
     """Each row, in ``order`` (largest first by default; a name of :func:`_ordering` or an array of
     rows), into the cheapest pool it may use where it fits.
 
@@ -187,15 +207,18 @@ def fastest_first(problem, spec: PoolSpec, order="size"):
     -------
     (_Plan, None) or (None, int)
         The plan, or the first row that fits in no pool it may use.
+
+    ``neighbours`` is the time-overlap graph (:func:`_time_neighbours`); None scans every row.
     """
-    plan = _Plan(problem, spec)
+    plan = _Plan(problem, spec, neighbours)
     fixed = np.flatnonzero(problem.is_fixed)
     for r in fixed.tolist():
         plan.pool[r] = int(np.flatnonzero(spec.allowed[r])[0])
         plan.offsets[r] = problem.fixed_offsets[r]
     rank = spec.rank.tolist()
+    fixed_mask = plan.fixed
     for r in _ordering(problem, spec, order).tolist():
-        if problem.is_fixed[r]:
+        if fixed_mask[r]:
             continue
         for p in rank:
             if not spec.allowed[r, p]:
@@ -257,12 +280,17 @@ class _Improver:
         plan.pool[rows], plan.offsets[rows] = p, offsets
         return True
 
-    def try_move(self, r: int, p: int) -> bool:
-        """Move row ``r`` to the cheaper pool ``p``: into a gap, by a re-pack, or by an exchange."""
+    def try_move(self, r: int, p: int, cheap: bool = False) -> bool:
+        """Move row ``r`` to the cheaper pool ``p``: into a gap, or (unless ``cheap``) by a re-pack or by
+        an exchange."""
         plan = self.plan
         off = plan.fit(r, p)
         if off is not None:
             plan.pool[r], plan.offsets[r] = p, off
+            return True
+        if cheap:
+            return False
+        if self.eject_insert(r, p):
             return True
         trial = plan.copy()
         if self.repack(trial, p, extra=[r]):
@@ -270,7 +298,7 @@ class _Improver:
             return True
         # the exchange: rows of p that meet r, the least saving per byte-time first, go to their next pool
         gain = self.saving(r, plan.pool[r], p)
-        victims = [q for q in plan.meets(r, p).tolist() if not self.problem.is_fixed[q]]
+        victims = [q for q in plan.meets(r, p).tolist() if not plan.fixed[q]]
         victims.sort(key=lambda q: (self.density[q], q))
         loss = Fraction(0)
         for k, q in enumerate(victims[:EJECT_MOST]):
@@ -289,6 +317,42 @@ class _Improver:
                 return True
         return False
 
+    def eject_insert(self, r: int, p: int) -> bool:
+        """Put row ``r`` at the offset of pool ``p`` where the rows it displaces (those that meet it in
+        time and in address) save the least, if they save less than ``r`` does; they go to their next
+        pool. Candidate offsets: the floor and the top of every row of ``p`` that meets ``r``."""
+        plan, pr = self.plan, self.problem
+        size, align = int(pr.sizes[r]), int(pr.alignments[r])
+        cap = plan.caps[p]
+        near = plan.meets(r, p)
+        if len(near) == 0:
+            return False
+        lo = plan.offsets[near]
+        hi = lo + pr.sizes[near]
+        cand = np.unique(np.r_[0, -(-hi // align) * align, (lo // align) * align])
+        if cap is not None:
+            cand = cand[cand + size <= cap]
+        if len(cand) == 0:
+            return False
+        hit = (lo[None, :] < cand[:, None] + size) & (hi[None, :] > cand[:, None])  # (candidates, neighbours)
+        loss = np.array([float(self.saving(q, p, self._next_pool(q, p))) if not plan.fixed[q] else np.inf
+                         for q in near.tolist()])
+        total = np.where(hit, loss[None, :], 0.0).sum(axis=1)
+        best = int(np.argmin(total))
+        gain = self.saving(r, plan.pool[r], p)
+        if not total[best] < float(gain):
+            return False
+        out = near[hit[best]]
+        trial = plan.copy()
+        trial.pool[out] = -1
+        trial.pool[r], trial.offsets[r] = p, int(cand[best])
+        if not all(self.place_elsewhere(trial, int(q), p) for q in out.tolist()):
+            return False
+        if trial.cost() >= self.cost:
+            return False
+        self.plan = trial
+        return True
+
     def _next_pool(self, q: int, p: int) -> int:
         rank = self.spec.rank.tolist()
         for nxt in rank[rank.index(p) + 1:]:
@@ -301,22 +365,24 @@ class _Improver:
         problem, spec = self.problem, self.spec
         rank = spec.rank.tolist()
         improved = True
+        order = np.argsort(-self.density, kind="stable").tolist()
+        fixed = problem.is_fixed
         while improved:
             improved = False
-            for p in rank[:-1] if len(rank) > 1 else []:
-                order = np.argsort(-self.density, kind="stable").tolist()
+            # every pass tries the cheap moves (into a gap) of all rows before the dear ones (re-packs)
+            for p, cheap in [(p, cheap) for cheap in (True, False) for p in (rank[:-1] if len(rank) > 1 else [])]:
                 for r in order:
                     if self.cost == bound:
                         return False
                     if self.budget.exhausted or self.budget.remaining() <= 0:
                         return True
                     now = self.plan.pool[r]
-                    if problem.is_fixed[r] or problem.sizes[r] == 0 or not spec.allowed[r, p] \
+                    if fixed[r] or problem.sizes[r] == 0 or not spec.allowed[r, p] \
                             or rank.index(now) <= rank.index(p):
                         continue
                     if spec.costs[now] == spec.costs[p]:
                         continue
-                    if self.try_move(r, p):
+                    if self.try_move(r, p, cheap):
                         self.moves += 1
                         self.cost = self.plan.cost()
                         improved = True
@@ -342,12 +408,16 @@ def spec_of(context) -> PoolSpec:
     return spec
 
 
-def _constructive(problem, spec, orders=ORDERS):
-    """The best of the fastest-first plans over ``orders`` (ties to the first): ``(plan, order, failed_row)``."""
+def _constructive(problem, spec, orders=ORDERS, neighbours=None, budget=None):
+    """The best of the fastest-first plans over ``orders`` (ties to the first): ``(plan, order, failed_row)``.
+
+    The first order always runs; the others while ``budget`` has time left."""
     best = best_cost = winner = None
     failed = None
-    for order in orders:
-        plan, bad = fastest_first(problem, spec, order)
+    for k, order in enumerate(orders):
+        if k and budget is not None and budget.remaining() <= 0:
+            break
+        plan, bad = fastest_first(problem, spec, order, neighbours)
         if plan is None:
             failed = bad if failed is None else failed
             continue
@@ -360,7 +430,7 @@ def _constructive(problem, spec, orders=ORDERS):
 def solve_fastest_first(problem, *, context=None):
     """The strategy ``fastest_first`` over pools: see :func:`fastest_first`."""
     spec = spec_of(context)
-    plan, bad = fastest_first(problem, spec)
+    plan, bad = fastest_first(problem, spec, neighbours=_time_neighbours(problem))
     if plan is None:
         return make_pool_solution(problem, spec, None, None, strategy="fastest_first",
                                   message=f"{_row_text(problem, bad)} (size {problem.sizes[bad]}) fits in no pool it "
@@ -375,7 +445,8 @@ def search(problem, *, context=None, time_limit: float | None = None, seed=None,
     spec = spec_of(context)
     t0 = time.perf_counter()
     budget = Budget(SEARCH_TIME_LIMIT if time_limit is None else time_limit, None)
-    plan, winner, failed = _constructive(problem, spec)
+    neighbours = _time_neighbours(problem)
+    plan, winner, failed = _constructive(problem, spec, neighbours=neighbours, budget=budget)
     if plan is None:
         return make_pool_solution(problem, spec, None, None, strategy="best",
                                   message=f"{_row_text(problem, failed)} (size {problem.sizes[failed]}) fits in no "
@@ -384,15 +455,16 @@ def search(problem, *, context=None, time_limit: float | None = None, seed=None,
     bound = Fraction(spec.exact_cost(spec.cheapest()))
     improver = _Improver(problem, spec, plan, budget)
     stopped = improver.run(bound) if start_cost > bound else False
-    best, best_cost, moves, restarts = improver.plan, improver.cost, improver.moves, 0
+    best, best_cost, moves, n_restarts = improver.plan, improver.cost, improver.moves, 0
     last = time.perf_counter() - t0
     # restarts until the deadline: the saving-per-byte-time order with random noise, then the local search
     rng = np.random.default_rng(seed)
     _, density = _value_keys(problem, spec)
     while restarts and not stopped and best_cost > bound and budget.remaining() > 0 and len(problem):
-        restarts += 1
+        n_restarts += 1
         noisy = density * rng.lognormal(0.0, 0.5, len(problem))
-        plan, _ = fastest_first(problem, spec, order=np.lexsort((np.arange(len(problem)), -problem.sizes, -noisy)))
+        plan, _ = fastest_first(problem, spec, np.lexsort((np.arange(len(problem)), -problem.sizes, -noisy)),
+                                neighbours)
         if plan is None:
             continue
         improver = _Improver(problem, spec, plan, budget)
@@ -403,7 +475,7 @@ def search(problem, *, context=None, time_limit: float | None = None, seed=None,
     stopped = stopped or (restarts and best_cost > bound and budget.remaining() <= 0)
     plan = _finish(problem, spec, best)
     return make_pool_solution(problem, spec, plan.pool, plan.offsets, strategy="best", limit_reached=stopped,
-                              stats={"winner": winner, "moves": moves, "restarts": restarts,
+                              stats={"winner": winner, "moves": moves, "restarts": n_restarts,
                                      "constructive_cost": float(start_cost), "last_improvement_s": last,
                                      "search_s": time.perf_counter() - t0})
 
