@@ -268,7 +268,8 @@ def _work(i: int, payload: dict, strategy, options: dict) -> tuple:
         return i, None, f"the strategy raised {type(exc).__name__}: {_reason(exc)}", _warnings_of(caught)
     out = {"offsets": sol.offsets, "peak": sol.peak, "lower_bound": sol.lower_bound,
            "status": sol.status.value, "message": sol.message, "strategy": sol.strategy,
-           "stats": sol.stats, "conflict": sol.conflict}
+           "stats": sol.stats, "conflict": sol.conflict, "pool": sol.pool, "pool_peaks": sol.pool_peaks,
+           "pool_names": sol.pool_names, "cost": sol.cost, "cost_bound": sol.cost_bound}
     return i, out, "", _warnings_of(caught)
 
 
@@ -290,12 +291,14 @@ def _pin_numba(n):
     return previous
 
 
-def _accept(i: int, problem, out: dict | None, error: str, name: str, validate: bool):
+def _accept(i: int, problem, out: dict | None, error: str, name: str, validate: bool, options=None):
     """The Solution of a worker's answer, checked here: the worker's success flag is not trusted."""
     from dsa.solution import Solution, Status, as_conflict, plan_peak
 
     if out is None:
         return _failed(i, name, error)
+    if out.get("pool_names") is not None and len(out["pool_names"]) > 1:
+        return _accept_pools(i, problem, out, name, validate, options or {})
     status = Status(out["status"])
     offsets = out["offsets"]
     if offsets is not None:
@@ -319,7 +322,44 @@ def _accept(i: int, problem, out: dict | None, error: str, name: str, validate: 
                and (cap is None or out["peak"] <= cap))
     return Solution(offsets=offsets, peak=out["peak"], lower_bound=int(out["lower_bound"]), status=status,
                     success=success, message=out["message"], strategy=out["strategy"], stats=out["stats"],
-                    conflict=as_conflict(problem, out.get("conflict")) if status is Status.INFEASIBLE else None)
+                    conflict=as_conflict(problem, out.get("conflict")) if status is Status.INFEASIBLE else None,
+                    pool=out.get("pool"), pool_peaks=out.get("pool_peaks"), pool_names=out.get("pool_names"),
+                    cost=out.get("cost"), cost_bound=out.get("cost_bound"))
+
+
+def _accept_pools(i: int, problem, out: dict, name: str, validate: bool, options: dict):
+    """:func:`_accept` of a plan over several pools: checked against the pools of ``options``."""
+    import numpy as np
+
+    from dsa.pools import check_pools, pool_peaks
+    from dsa.solution import Solution, Status, as_conflict
+
+    spec = check_pools(problem, options["pools"], options.get("allowed"), options.get("weights"))
+    status = Status(out["status"])
+    pool, offsets = out["pool"], out["offsets"]
+    if (pool is None) != (offsets is None):
+        return _failed(i, name, "the worker sent back a pool assignment without offsets, or offsets without one")
+    if offsets is not None:
+        pool, offsets = np.asarray(pool), np.asarray(offsets)
+        if offsets.shape != (len(problem),) or offsets.dtype != np.int64 or pool.shape != offsets.shape:
+            return _failed(i, name, "the worker sent back offsets or pools that are not one int64 per row")
+        if validate and status is not Status.ERROR:
+            from dsa.validator import validate as check
+
+            try:
+                check(problem, (pool, offsets), pools=spec, check_capacity=True)
+            except ValueError as exc:
+                return _failed(i, name, f"the worker's plan is invalid: {_reason(exc)}")
+        if tuple(pool_peaks(problem, spec, pool, offsets)) != tuple(out["pool_peaks"]) or \
+                spec.cost(pool) != out["cost"]:
+            return _failed(i, name, "the worker's pool peaks or cost do not match its plan")
+    success = (offsets is not None and validate
+               and status in (Status.OPTIMAL, Status.FEASIBLE, Status.LIMIT_REACHED))
+    return Solution(offsets=offsets, peak=out["peak"], lower_bound=int(out["lower_bound"]), status=status,
+                    success=success, message=out["message"], strategy=out["strategy"], stats=out["stats"],
+                    conflict=as_conflict(problem, out.get("conflict")) if status is Status.INFEASIBLE else None,
+                    pool=pool, pool_peaks=out["pool_peaks"], pool_names=tuple(out["pool_names"]),
+                    cost=out["cost"], cost_bound=out["cost_bound"])
 
 
 # --- the parallel run ---------------------------------------------------------------------------
@@ -341,7 +381,7 @@ def _run_parallel(todo: dict, strategy, name: str, options: dict, n_jobs, timeou
             if (category, text) not in seen:  # each warning once for the batch, in this process
                 seen[category, text] = True
                 warnings.warn(text, category, stacklevel=4)
-        results[i] = _accept(i, todo[i], out, error, name, validate)
+        results[i] = _accept(i, todo[i], out, error, name, validate, options)
         bar.done(not results[i].success)
 
     # answers as they complete where the backend can (loky, dask); else all at the end (Ray's backend

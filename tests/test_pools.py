@@ -357,3 +357,17 @@ def test_the_pools_page_examples_run(tmp_path, monkeypatch):
     second = {}
     exec(compile("import dsa\n" + blocks[1], "docs/pools.md (block 2)", "exec"), second)
     assert second["sol"].status is dsa.Status.INFEASIBLE and second["sol"].conflict == (0, 1, 2, 3, 4)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_solve_many_plans_pools(n_jobs):
+    problems = [dsa.generate.random_trace(40, seed=s) for s in range(3)]
+    pools = [dsa.Pool("sram", 200_000), dsa.Pool("dram", None, 10)]
+    sols = dsa.solve_many(problems, "fastest_first", n_jobs=n_jobs, pools=pools)
+    for problem, sol in zip(problems, sols):
+        alone = dsa.solve(problem, "fastest_first", pools=pools)
+        assert sol.success and sol.cost == alone.cost and sol.pool_peaks == alone.pool_peaks
+        assert sol.pool_names == ("sram", "dram")
+        dsa.validate(problem, sol, pools=pools)
+    one = dsa.solve_many(problems, "greedy_by_size", n_jobs=n_jobs, pools=[dsa.Pool("only", None)])
+    assert all(s.success and s.pool_names == ("only",) for s in one)
