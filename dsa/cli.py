@@ -360,7 +360,14 @@ def _cmd_validate(args) -> int:
     import dsa
 
     problem = _read(Path(args.input), args.capacity)
-    plan_problem, offsets = dsa.read_plan(args.plan)
+    if args.pool and problem.capacity is not None:
+        if args.capacity is not None:
+            raise ValueError("--pool and --capacity cannot be given together: each pool has its own capacity")
+        problem = problem.replace(capacity=None)
+    plan_problem, offsets, pool_names = dsa.read_plan(args.plan, with_pools=True)
+    if pool_names is not None and not args.pool:
+        raise ValueError(f"{args.plan} is a plan over pools ({', '.join(sorted(set(pool_names)))}): give them "
+                         "with --pool NAME:CAPACITY[:COST]")
     if len(plan_problem) != len(problem):
         raise ValueError(f"the plan has {len(plan_problem)} rows, the input {len(problem)}")
     perm = _match_rows(problem.ids, plan_problem.ids)  # plan rows may come in another order
@@ -370,6 +377,9 @@ def _cmd_validate(args) -> int:
         if len(differ):
             raise ValueError(f"the plan's {field[:-1]} of id {ids[differ[0]]!r} differs from the input's")
     offsets = offsets[perm]
+    if args.pool:
+        return _validate_pools(problem, offsets, None if pool_names is None else [pool_names[k] for k in perm],
+                               args.pool)
     try:
         dsa.validate(problem, offsets)
     except dsa.InvalidPlanError as exc:
@@ -380,6 +390,33 @@ def _cmd_validate(args) -> int:
     peak = plan_peak(problem, offsets)
     load = dsa.lower_bound(problem)
     print(f"valid: peak {peak}, LOAD {load}, peak/LOAD {peak / load if load else 1.0:.4f}")
+    return EXIT_OK
+
+
+def _validate_pools(problem, offsets, pool_names, pools) -> int:
+    """``dsa validate`` of a plan over pools: each row's pool by name, then the validator per pool."""
+    import numpy as np
+
+    import dsa
+    from dsa.pools import check_pools, pool_peaks
+
+    spec = check_pools(problem, pools)
+    if pool_names is None:
+        pool_names = [spec.names[0]] * len(problem)  # a plan of one slab: all in the first pool
+    index = {name: p for p, name in enumerate(spec.names)}
+    unknown = sorted(set(pool_names) - set(index))
+    if unknown:
+        raise ValueError(f"the plan puts rows in pools not given with --pool: {', '.join(unknown)}")
+    pool = np.array([index[name] for name in pool_names], dtype=np.int64)
+    try:
+        dsa.validate(problem, (pool, offsets), pools=spec)
+    except dsa.InvalidPlanError as exc:
+        print(f"invalid: {exc}")
+        return EXIT_INVALID
+    peaks = pool_peaks(problem, spec, pool, offsets)
+    print(f"valid over pools: cost {spec.cost(pool):g}; " + ", ".join(
+        f"{name}: peak {peak}" + ("" if spec.capacity(p) is None else f" of {spec.capacity(p)}")
+        for p, (name, peak) in enumerate(zip(spec.names, peaks))))
     return EXIT_OK
 
 
@@ -485,6 +522,8 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("input")
     v.add_argument("plan", help="a plan file: the input columns plus offset (CSV or JSON)")
     v.add_argument("--capacity", type=int)
+    v.add_argument("--pool", action="append", type=_pool_arg, metavar="NAME:CAPACITY[:COST]",
+                   help="the pools of a plan over pools (as for solve); the plan's pool column names them")
     v.set_defaults(func=_cmd_validate)
 
     st = sub.add_parser("strategies", help="list the strategies")

@@ -29,7 +29,7 @@ _ALIASES = {
     "id": "id", "buffer": "id", "buffer_id": "id",
     "lower": "lower", "start": "lower", "begin": "lower",
     "upper": "upper", "end": "end",
-    "size": "size", "alignment": "alignment", "offset": "offset", "hint": "hint", "gaps": "gaps",
+    "size": "size", "alignment": "alignment", "offset": "offset", "hint": "hint", "gaps": "gaps", "pool": "pool",
     # provenance written by dsa.adapters.torch traces: read and ignored
     "thread": "thread", "op": "op", "stack": "stack",
 }
@@ -46,8 +46,9 @@ def _number(text: str):
             return text  # the Problem check names the row and rejects it
 
 
-def _read_table(path) -> tuple[Problem, np.ndarray | None]:
-    """Parse a CSV file into a problem without fixed offsets, plus its ``offset`` column (or None)."""
+def _read_table(path) -> tuple[Problem, np.ndarray | None, list | None]:
+    """Parse a CSV file into a problem without fixed offsets, plus its ``offset`` and ``pool`` columns
+    (or None)."""
     path = Path(path)
     try:
         return _parse_table(path)
@@ -57,7 +58,7 @@ def _read_table(path) -> tuple[Problem, np.ndarray | None]:
         raise ValueError(f"{path}: not a text file ({exc.reason} at byte {exc.start})") from None
 
 
-def _parse_table(path: Path) -> tuple[Problem, np.ndarray | None]:
+def _parse_table(path: Path) -> tuple[Problem, np.ndarray | None, list | None]:
     with open(path, newline="", encoding="utf-8-sig") as f:  # -sig: Excel's "CSV UTF-8" starts with a BOM
         reader = csv.reader(f)
         try:
@@ -108,7 +109,7 @@ def _parse_table(path: Path) -> tuple[Problem, np.ndarray | None]:
         problem = Problem(starts, ends, sizes, ids=ids, alignments=aligns)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
-    return problem, offsets
+    return problem, offsets, columns.get("pool")
 
 
 def _add_one(v):
@@ -127,7 +128,7 @@ def read_csv(path, *, capacity=None) -> Problem:
         For a missing or unknown column, a malformed row, or a row that breaks a rule of
         :class:`dsa.Problem`; the message names the file and the row.
     """
-    problem, offsets = _read_table(path)
+    problem, offsets, _ = _read_table(path)  # (a plan's pool column is not part of the problem)
     if offsets is None and capacity is None:
         return problem
     try:
@@ -137,13 +138,24 @@ def read_csv(path, *, capacity=None) -> Problem:
         raise ValueError(f"{path}: {exc}") from None
 
 
-def read_plan(path) -> tuple[Problem, np.ndarray]:
+def read_plan(path, *, with_pools: bool = False):
     """Read a plan file (CSV or JSON): the problem it describes and its offsets, one per row.
+
+    Parameters
+    ----------
+    path : str or path-like
+    with_pools : bool, default False
+        Also return the pool name of each row of a plan over pools (the ``pool`` column of a CSV
+        plan, ``"pool"`` of a JSON one; see :func:`write_csv`), or None for a plan of one slab.
+
+    Returns
+    -------
+    (Problem, numpy.ndarray) or (Problem, numpy.ndarray, list of str or None)
 
     Raises
     ------
     ValueError
-        If the file has no offsets or an offset is missing.
+        If the file has no offsets or an offset is missing, or a pool name is missing.
     """
     path = Path(path)
     if path.suffix.lower() == ".json":
@@ -154,10 +166,15 @@ def read_plan(path) -> tuple[Problem, np.ndarray]:
             raise ValueError(f"{path}: no solution offsets in this file (expected \"solution\": "
                              "{\"offsets\": [...]})")
         offsets = plan["offsets"]
+        pools = plan.get("pool")
     else:
-        problem, offsets = _read_table(path)
+        problem, offsets, pools = _read_table(path)
         if offsets is None:
             raise ValueError(f"{path}: no 'offset' column, so this file holds no plan")
+    if pools is not None:
+        if not isinstance(pools, list) or len(pools) != len(problem) or \
+                not all(isinstance(name, str) and name for name in pools):
+            raise ValueError(f"{path}: the pool of every row must be a pool name")
     if not isinstance(offsets, (list, np.ndarray)):
         raise ValueError(f"{path}: the solution's offsets must be a list, got {type(offsets).__name__}")
     if len(offsets) != len(problem):
@@ -170,7 +187,7 @@ def read_plan(path) -> tuple[Problem, np.ndarray]:
         arr = as_int_column(np.array(list(offsets), dtype=object), "offset", len(problem), problem.ids)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
-    return problem, arr
+    return (problem, arr, pools) if with_pools else (problem, arr)
 
 
 def write_csv(path, problem: Problem, solution=None) -> None:

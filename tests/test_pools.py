@@ -311,6 +311,17 @@ def test_cli_pools(tmp_path, capsys):
     assert main(["solve", str(src), "-s", "best", "--pool", "sram:8", "--pool", "dram:none:10", "-o",
                  str(csv_out)]) == 0
     assert csv_out.read_text().splitlines()[0] == "id,lower,upper,size,offset,pool"
+    # the plans read back and check, with their pools
+    for plan in (out, csv_out):
+        problem, offsets, names = dsa.read_plan(plan, with_pools=True)
+        assert names == ["dram", "sram", "dram", "dram"] and len(offsets) == 4
+        capsys.readouterr()
+        assert main(["validate", str(src), str(plan), "--pool", "sram:8", "--pool", "dram:none:10"]) == 0
+        assert "valid over pools: cost 108; sram: peak 8 of 8, dram: peak 10" in capsys.readouterr().out
+        assert main(["validate", str(src), str(plan), "--pool", "sram:7", "--pool", "dram:none:10"]) == 1
+        assert "beyond the pool's capacity 7" in capsys.readouterr().out
+    assert main(["validate", str(src), str(csv_out)]) == 2
+    assert "is a plan over pools (dram, sram): give them with --pool" in capsys.readouterr().err
     # an impossible pool set: the conflict rows, with their labels
     assert main(["solve", str(src), "-s", "exact", "--pool", "a:4", "--pool", "b:8"]) == 1
     text = capsys.readouterr().out
