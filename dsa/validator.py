@@ -83,7 +83,8 @@ def validate(problem, solution, *, pools=None, allowed=None, check_capacity: boo
     from dsa.solution import Solution, Status
 
     problem = as_problem(problem)
-    if pools is not None or (isinstance(solution, Solution) and solution.pool_names is not None):
+    if pools is not None or (isinstance(solution, Solution) and solution.pool_names is not None
+                             and len(solution.pool_names) > 1):
         _validate_pools(problem, solution, pools, allowed, check_capacity, engine)
         return
     reported_peak = None

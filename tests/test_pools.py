@@ -147,6 +147,8 @@ def test_one_pool_is_the_classic_problem(strategy):
         np.testing.assert_array_equal(pooled.offsets, classic.offsets)
     assert pooled.pool.tolist() == [0] * len(p) and pooled.pool_peaks == (classic.peak,)
     assert pooled.cost == 2.0 * int(p.sizes.sum()) and pooled.pool_names == ("only",)
+    dsa.validate(p, pooled)  # one pool: checked as the one slab it is
+    dsa.validate(p, pooled, pools=[dsa.Pool("only", cap, cost=2.0)])
 
 
 def test_one_pool_too_small_gives_the_classic_conflict():
