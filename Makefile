@@ -64,18 +64,23 @@ bench-generalise: $(PY)
 	$(PIP) -e .
 	$(PY) benchmarks/generalise.py --time-limit 5 --json out/generalise.json
 
-# opt-in: exact side by side with omnimalloc's supermalloc (installed from PyPI into its own venv,
-# .venv-peers, never into dsa's), 20 s per instance each, supermalloc on 2 and on 8 threads (about 10
-# minutes). Writes docs/results/peers_exact_{2,8}threads.{json,md}.
+# opt-in: dsa side by side with omnimalloc (installed from PyPI into its own venv, .venv-peers, never
+# into dsa's). exact against supermalloc on MiniMalloc's challenging instances, 20 s per instance each,
+# supermalloc on 2 and on 8 threads (about 10 minutes); writes docs/results/peers_exact_{2,8}threads.{json,md}.
+# Then best and exact against omnimalloc's tabu search, TelaMalloc, supermalloc and simulated annealing
+# on 12 rectangle-cut instances (optimum = LOAD, 250-5,000 buffers), 20 s each, the peers also at 1 and
+# 5 s (about 30 minutes); writes docs/results/peers_generated.{json,md,png} and out/peers_generated.json.
 PEERS_VENV ?= .venv-peers
 bench-peers: $(PY)
-	$(PIP) -e .
+	$(PIP) -e ".[plot]"
 	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
 	$(PEERS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check omnimalloc
 	$(PY) benchmarks/peers_exact.py --peer-python $(PEERS_VENV)/bin/python --time-limit 20 --threads 2 \
 		--out docs/results/peers_exact_2threads
 	$(PY) benchmarks/peers_exact.py --peer-python $(PEERS_VENV)/bin/python --time-limit 20 --threads 8 \
 		--out docs/results/peers_exact_8threads
+	$(PY) benchmarks/peers_generated.py --peer-python $(PEERS_VENV)/bin/python --time-limit 20 --threads 2 \
+		--out docs/results/peers_generated --summary out/peers_generated.json
 
 # opt-in: exact against the mip strategy (HiGHS) on windows of 20-40 buffers of the challenging
 # instances, 20 s per window each (about 1 minute). Writes docs/results/exact_vs_mip.{json,md}.

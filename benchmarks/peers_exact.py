@@ -25,18 +25,23 @@ from pathlib import Path
 import dsa
 from _results import provenance, warm_exact, write_results  # this script's folder is on sys.path
 
-# runs inside the peer's environment: reads a MiniMalloc CSV, prints one JSON line
-PEER_SCRIPT = r"""
+# runs inside the peer's environment: reads a MiniMalloc CSV (path in argv[1]) into `rows` and `allocs`;
+# a peer script is this prelude plus its own lines, which print one JSON line (see run_peer_script)
+PEER_PRELUDE = r"""
 import csv, json, sys, time
 import omnimalloc
-from omnimalloc.allocators.supermalloc import SupermallocAllocator
-path, limit, threads = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+path = sys.argv[1]
 with open(path) as f:
     rows = list(csv.DictReader(f))
-allocs = [omnimalloc.Allocation(id=int(r["id"]), size=int(r["size"]), start=int(r["lower"]), end=int(r["upper"]))
-          for r in rows]
+allocs = tuple(omnimalloc.Allocation(id=int(r["id"]), size=int(r["size"]), start=int(r["lower"]),
+                                     end=int(r["upper"])) for r in rows)
+"""
+
+PEER_SCRIPT = PEER_PRELUDE + r"""
+from omnimalloc.allocators.supermalloc import SupermallocAllocator
+limit, threads = float(sys.argv[2]), int(sys.argv[3])
 t0 = time.perf_counter()
-res = SupermallocAllocator(timeout=limit, num_threads=threads).solve(tuple(allocs))
+res = SupermallocAllocator(timeout=limit, num_threads=threads).solve(allocs)
 elapsed = time.perf_counter() - t0
 offsets = {a.id: a.offset for a in res.allocations}
 print(json.dumps({"version": omnimalloc.__version__, "peak": res.peak, "lower_bound": res.lower_bound,
@@ -45,12 +50,22 @@ print(json.dumps({"version": omnimalloc.__version__, "peak": res.peak, "lower_bo
 """
 
 
-def run_peer(python: str, path: Path, limit: float, threads: int) -> dict:
-    proc = subprocess.run([python, "-c", PEER_SCRIPT, str(path), str(limit), str(threads)],
-                          capture_output=True, text=True, timeout=limit * 3 + 120)
+def run_peer_script(python: str, script: str, args, timeout: float) -> dict:
+    """Run ``script`` with the peer's interpreter (``python -c script *args``) and return its last
+    stdout line, a JSON object, with ``ok: True``; ``ok: False`` and ``error`` (the last line of its
+    stderr, or the timeout) when it fails."""
+    try:
+        proc = subprocess.run([python, "-c", script, *map(str, args)], capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "error": f"no answer within {timeout:g} s"}
     if proc.returncode != 0:
         return {"ok": False, "error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"}
     return {"ok": True, **json.loads(proc.stdout.strip().splitlines()[-1])}
+
+
+def run_peer(python: str, path: Path, limit: float, threads: int) -> dict:
+    return run_peer_script(python, PEER_SCRIPT, [path, limit, threads], timeout=limit * 3 + 120)
 
 
 def report(doc: dict) -> str:

@@ -1,0 +1,453 @@
+"""dsa's ``best`` and ``exact`` side by side with omnimalloc's searches on rectangle-cut instances.
+
+The instances come from :func:`dsa.generate.rectangle_cut`, so their optimum is LOAD: four families
+(guillotine cuts only; pinwheel blocks; long-lived buffers in a tall rectangle; short-lived
+buffers in a long, low one) at 250 to 5,000 buffers. Every method gets the same time limit per
+instance and runs alone, one after the other: dsa's ``best`` and ``exact``, then omnimalloc's tabu
+search, TelaMalloc, supermalloc and simulated annealing, each in a subprocess of the peer's own
+virtual environment (omnimalloc is never a dependency of dsa; see ``peers_exact.py``). Every plan,
+the peers' too, is checked by ``dsa.validate``; an invalid plan is reported as such and counts for
+nothing.
+
+The peak over time: dsa's searches log each lower incumbent (``stats["improvements"]`` for ``best``,
+the progress lines of ``verbose=True`` for ``exact``); the peers report only their final plan, so
+they also run at shorter budgets (``--peer-budgets``, default 1 and 5 s). Usage::
+
+    .venv/bin/python benchmarks/peers_generated.py --peer-python .venv-peers/bin/python \\
+        --time-limit 20 --out docs/results/peers_generated --summary out/peers_generated.json
+
+writes ``OUT.json`` (every run: peak, validity, time, trajectory; the generator's arguments of each
+instance), ``OUT.md`` (the table) and ``OUT.png`` (peak / LOAD against time), after every instance;
+``--summary`` writes a compact JSON (instances' generator arguments, n, LOAD and each method's peak).
+``--report OUT.json`` rewrites the Markdown, the plot and the summary from the JSON alone.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _results import provenance, warm_exact, write_results  # this script's folder is on sys.path
+from generalise import FAMILIES as _BASE_FAMILIES
+from peers_exact import PEER_PRELUDE, run_peer_script
+
+# the generator's arguments of each family, every one spelled out so that others can regenerate:
+# generalise.py's guillotine and pinwheel, and two other shapes (named as there, fixed here so that
+# these results can be regenerated whatever generalise.py's defaults become)
+_DEFAULTS = {"aspect": 1.0, "pinwheel": 0.0, "alignment": 64, "lifetimes": "mixed"}
+FAMILIES = {name: {**_DEFAULTS, **params} for name, params in {
+    "guillotine": _BASE_FAMILIES["guillotine"], "pinwheel": _BASE_FAMILIES["pinwheel"],
+    "long-tall": {"pinwheel": 0.2, "aspect": 0.25, "alignment": 256, "lifetimes": "long"},
+    "short-wide": {"pinwheel": 0.2, "aspect": 4.0, "lifetimes": "short"},
+}.items()}
+# (family, buffers, seed): 4 instances of 200-400 buffers, 3 of 500-800, 5 of 1,500-5,000
+INSTANCES = [
+    ("guillotine", 300, 1), ("pinwheel", 350, 0), ("long-tall", 250, 2), ("short-wide", 400, 0),
+    ("guillotine", 700, 0), ("pinwheel", 550, 1), ("short-wide", 800, 1),
+    ("guillotine", 3000, 0), ("pinwheel", 1500, 0), ("pinwheel", 5000, 1), ("long-tall", 2000, 0),
+    ("short-wide", 4000, 2),
+]
+DSA_METHODS = ("best", "exact")
+# omnimalloc's searches: the allocator class and its arguments besides the timeout. Tabu search and
+# simulated annealing stop after 500 / 3,000 iterations by default, well before a 20 s budget on a few
+# hundred buffers; with the cap lifted they search until the timeout (they keep their best plan, so the
+# longer run is never worse). TelaMalloc keeps its defaults (10,000 backtracks: more was no better in
+# a trial); supermalloc gets --threads.
+PEERS = {
+    "tabu_search": ("TabuSearchAllocator", {"max_iterations": 10**9}),
+    "telamalloc": ("TelamallocAllocator", {}),
+    "supermalloc": ("SupermallocAllocator", {}),
+    "simulated_annealing": ("SimulatedAnnealingAllocator", {"max_iterations": 10**9}),
+}
+LABELS = {"best": "dsa best", "exact": "dsa exact", "tabu_search": "tabu", "telamalloc": "TelaMalloc",
+          "supermalloc": "supermalloc", "simulated_annealing": "sim. annealing"}
+
+# runs in the peer's environment: argv = csv, class name, time limit, JSON of the other arguments
+PEER_SEARCH = PEER_PRELUDE + r"""
+from omnimalloc import allocators
+cls, limit, kwargs = getattr(allocators, sys.argv[2]), float(sys.argv[3]), json.loads(sys.argv[4])
+search = cls(timeout=limit, **kwargs)
+t0 = time.perf_counter()
+res = search.solve(allocs) if hasattr(search, "solve") else None
+placed = res.allocations if res is not None else search.allocate(allocs)
+elapsed = time.perf_counter() - t0
+offsets = {a.id: a.offset for a in placed}
+extra = {"proved_optimal": res.proved_optimal, "lower_bound": res.lower_bound} if res is not None else {}
+print(json.dumps({"version": omnimalloc.__version__, "time_s": elapsed, "search": repr(search),
+                  "offsets": [offsets[int(r["id"])] for r in rows], **extra}))
+"""
+
+
+def instance_name(family: str, n: int, seed: int) -> str:
+    return f"{family}-{n}-s{seed}"
+
+
+def generator_args(family: str, n: int, seed: int) -> dict:
+    """The keyword arguments of :func:`dsa.generate.rectangle_cut` that make this instance."""
+    return {"n": n, "seed": seed, **FAMILIES[family]}
+
+
+# --- trajectories ------------------------------------------------------------------------------------
+
+_BEST_LINE = re.compile(r"^best:\s+([\d.]+) s\s+peak (\d+)")                       # best, verbose
+_EXACT_LINE = re.compile(r"^\s*([\d.]+)\s+\d+\s+(\d+)\s+\d+\s+-?[\d.]+%")            # exact, verbose
+
+
+def trajectory(stats: dict, log: str, peak: int, elapsed: float) -> list:
+    """``[[seconds, peak], ...]``: each lower incumbent of a dsa search, in time order, ending with the
+    returned plan. From ``stats["improvements"]`` where the strategy keeps it, else from its verbose
+    progress lines (``log``); if neither has the returned ``peak``, it is added at ``last_improvement_s``."""
+    points = [(float(t), int(p)) for t, p in stats.get("improvements") or []]
+    if not points:
+        for line in log.splitlines():
+            m = _BEST_LINE.match(line) or _EXACT_LINE.match(line)
+            if m:
+                points.append((float(m.group(1)), int(m.group(2))))
+    if not points or peak < min(p for _, p in points):  # (the log missed the returned plan)
+        found = stats.get("last_improvement_s")
+        points.append((float(found) if found is not None else elapsed, int(peak)))
+    out = []
+    for t, p in sorted(points):
+        if not out or p < out[-1][1]:
+            out.append([t, p])
+    return out
+
+
+def peak_at(points, t: float):
+    """The incumbent's peak at time ``t`` of a trajectory (None before its first plan)."""
+    last = None
+    for s, p in points:
+        if s > t + 1e-9:
+            break
+        last = p
+    return last
+
+
+# --- running -----------------------------------------------------------------------------------------
+
+def run_dsa(problem, strategy: str, limit: float) -> dict:
+    import dsa
+
+    log = io.StringIO()
+    t0 = time.perf_counter()
+    with contextlib.redirect_stderr(log):
+        sol = dsa.solve(problem, strategy, time_limit=limit, verbose=True)
+    elapsed = time.perf_counter() - t0
+    dsa.validate(problem, sol)  # ours must be valid: an exception here is a bug in dsa
+    return {"valid": True, "peak": int(sol.peak), "status": sol.status.value, "time_s": elapsed,
+            "last_improvement_s": sol.stats.get("last_improvement_s"),
+            "trajectory": trajectory(sol.stats, log.getvalue(), int(sol.peak), elapsed)}
+
+
+def run_peer(python: str, csv_path: Path, problem, method: str, limit: float, threads: int) -> dict:
+    """One peer search on one instance at one budget, its plan checked by ``dsa.validate``."""
+    import dsa
+    import numpy as np
+
+    cls, kwargs = PEERS[method]
+    kwargs = {**kwargs, "num_threads": threads} if method == "supermalloc" else kwargs
+    got = run_peer_script(python, PEER_SEARCH, [csv_path, cls, limit, json.dumps(kwargs)],
+                          timeout=limit * 3 + 120)
+    if not got.pop("ok"):
+        return {"valid": False, "error": got.get("error", "failed")}
+    offsets = np.asarray(got.pop("offsets"), dtype=np.int64)
+    try:
+        dsa.validate(problem, offsets)
+    except ValueError as exc:
+        return {"valid": False, "error": f"invalid plan: {exc}", "time_s": got.get("time_s")}
+    return {"valid": True, "peak": int((offsets + problem.sizes).max()), **got}
+
+
+def measure(spec, args, version: list) -> dict:
+    import dsa
+    import dsa.io
+    from dsa.generate import rectangle_cut
+
+    family, n, seed = spec
+    gen = generator_args(family, n, seed)
+    problem = rectangle_cut(**gen)
+    row = {"instance": instance_name(family, n, seed), "family": family, "generator_args": gen,
+           "n": len(problem), "load": int(dsa.load(problem)), "methods": {}}
+    for strategy in DSA_METHODS:
+        row["methods"][strategy] = run_dsa(problem, strategy, args.time_limit)
+        _say(row, strategy, row["methods"][strategy])
+    budgets = sorted({b for b in args.peer_budgets if b < args.time_limit} | {args.time_limit})
+    with tempfile.TemporaryDirectory() as tmp:
+        csv_path = Path(tmp) / "instance.csv"
+        dsa.io.write_csv(csv_path, problem)
+        for method in args.peers:
+            runs = {}
+            for b in budgets:
+                runs[f"{b:g}"] = run_peer(args.peer_python, csv_path, problem, method, b, args.threads)
+                version[0] = runs[f"{b:g}"].get("version") or version[0]
+            final = runs[f"{args.time_limit:g}"]
+            row["methods"][method] = {**final, "budgets": {k: {key: r.get(key) for key in
+                                                                ("valid", "peak", "time_s", "error")}
+                                                           for k, r in runs.items()}}
+            _say(row, method, final)
+    return row
+
+
+def _say(row, method, r) -> None:
+    text = (f"{r['peak'] / row['load']:.4f} in {r['time_s']:.1f} s" if r.get("valid")
+            else r.get("error", "failed"))
+    print(f"{row['instance']} (n={row['n']}): {LABELS[method]}: {text}", file=sys.stderr, flush=True)
+
+
+# --- summary, report and plot --------------------------------------------------------------------------
+
+def ratio(row: dict, method: str):
+    """peak / LOAD of ``method`` on ``row``, or None when it has no valid plan."""
+    r = row["methods"].get(method)
+    return r["peak"] / row["load"] if r and r.get("valid") else None
+
+
+def best_peer(row: dict, peers) -> tuple:
+    """``(method, peak / LOAD)`` of the best valid peer plan on ``row`` (``(None, None)`` if none)."""
+    got = [(ratio(row, m), m) for m in peers if ratio(row, m) is not None]
+    if not got:
+        return None, None
+    value, method = min(got)
+    return method, value
+
+
+def _mean(values):
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def summarize(doc: dict) -> dict:
+    """Per method: mean peak / LOAD over the instances where it has a valid plan and how many those
+    are; the same for the best peer per instance; how often dsa's ``best`` is at or below it."""
+    rows, peers = doc["rows"], doc["peers"]
+    methods = [*DSA_METHODS, *peers]
+    out = {m: {"mean": _mean([ratio(r, m) for r in rows]), "valid": sum(ratio(r, m) is not None for r in rows)}
+           for m in methods}
+    per_row = [best_peer(r, peers)[1] for r in rows]
+    out["best_peer"] = {"mean": _mean(per_row), "valid": sum(v is not None for v in per_row)}
+    for m in DSA_METHODS:
+        pairs = [(ratio(r, m), v) for r, v in zip(rows, per_row) if v is not None and ratio(r, m) is not None]
+        out[m]["at_or_below_best_peer"] = sum(a <= b + 1e-12 for a, b in pairs)
+        out[m]["compared"] = len(pairs)
+    return out
+
+
+def _cell(value, bold=False) -> str:
+    if value is None:
+        return "invalid"
+    text = f"{value:.4f}"
+    return f"**{text}**" if bold else text
+
+
+def _load_text(doc: dict) -> str:
+    load = doc.get("load_average") or []
+    return f"load average {load[0]:g} at the start, {load[-1]:g} at the end; " if len(load) == 2 else ""
+
+
+def report(doc: dict) -> str:
+    rows, peers, limit = doc["rows"], doc["peers"], doc["time_limit"]
+    methods = [*DSA_METHODS, *peers]
+    summary = summarize(doc)
+    head = ["instance", "n", "LOAD", *(LABELS[m] for m in methods), "best peer"]
+    lines = ["# dsa against omnimalloc's searches on rectangle-cut instances (optimum = LOAD)", "",
+             f"Generated {doc['date']} on {doc['machine']} by `{doc['command']}`; omnimalloc "
+             f"{doc.get('peer_version') or '?'}, dsa at commit {doc.get('dsa_commit') or '?'}. The instances "
+             "come from `dsa.generate.rectangle_cut` (families and generator arguments in the JSON beside this "
+             "file), so the optimal peak is LOAD and peak / LOAD - 1 is the distance from the optimum. Every "
+             f"method had {limit:g} s per instance and ran alone, one after the other, on a 2-core machine "
+             f"shared with other work ({_load_text(doc)}times are indicative); the run took "
+             f"{doc.get('wall_s', 0) / 60:.0f} min. omnimalloc's searches ran in their own virtual environment, "
+             f"supermalloc on {doc['threads']} threads, tabu search and simulated annealing with their "
+             "iteration caps lifted so that the time limit binds, TelaMalloc with its defaults. Every plan "
+             "shown passed `dsa.validate` (an invalid one would read *invalid*). Bold: dsa at or below the "
+             "best peer.", "",
+             "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for r in rows:
+        bp_method, bp = best_peer(r, peers)
+        cells = [_cell(ratio(r, m), bold=m in DSA_METHODS and bp is not None and ratio(r, m) is not None
+                       and ratio(r, m) <= bp + 1e-12) for m in methods]
+        lines.append(f"| {r['instance']} | {r['n']} | {r['load']} | " + " | ".join(cells)
+                     + f" | {_cell(bp)} ({LABELS.get(bp_method, '-')}) |")
+    lines.append("| **mean** | | | " + " | ".join(_cell(summary[m]["mean"]) for m in methods)
+                 + f" | {_cell(summary['best_peer']['mean'])} |")
+    b = summary["best"]
+    e = summary["exact"]
+    lines += ["", f"dsa `best` is at or below the best peer on {b['at_or_below_best_peer']} of {b['compared']} "
+              f"instances, `exact` on {e['at_or_below_best_peer']} of {e['compared']}."]
+    invalid = [(r["instance"], LABELS[m], r["methods"][m].get("error")) for r in rows for m in peers
+               if m in r["methods"] and not r["methods"][m].get("valid")]
+    if invalid:
+        lines += ["", "Peer runs without a valid plan (not counted): "
+                  + "; ".join(f"{i} {m}: {e}" for i, m, e in invalid) + "."]
+    # the incumbent over time: dsa's from its log of improvements, the peers' from runs at shorter budgets
+    budgets = sorted({float(k) for r in rows for m in peers for k in r["methods"].get(m, {}).get("budgets", {})})
+    if budgets:
+        lines += ["", "Mean peak / LOAD by time: for dsa, the incumbent of the run above at that time (-: its "
+                  "log shows no plan yet on some instance); for the peers, separate runs with that time limit. "
+                  "*last impr.*: mean seconds into the run of the last improvement (dsa).", "",
+                  "| method | " + " | ".join(f"{t:g} s" for t in budgets) + " | last impr. s |",
+                  "|---|" + "---:|" * (len(budgets) + 1)]
+        for m in methods:
+            at = [[_at(r, m, t) for r in rows] for t in budgets]
+            means = [None if None in got else _mean(got) for got in at]
+            last = _mean([r["methods"][m].get("last_improvement_s") for r in rows if m in r["methods"]])
+            lines.append(f"| {LABELS[m]} | " + " | ".join("-" if v is None else f"{v:.4f}" for v in means)
+                         + f" | {'-' if last is None else f'{last:.1f}'} |")
+    lines += ["", "![peak / LOAD against time](peers_generated.png)", ""]
+    return "\n".join(lines)
+
+
+def _at(row: dict, method: str, t: float):
+    """peak / LOAD of ``method`` at time ``t``: dsa's incumbent, or the peer's run with budget ``t``."""
+    r = row["methods"].get(method)
+    if r is None:
+        return None
+    if "trajectory" in r:
+        p = peak_at(r["trajectory"], t)
+        return None if p is None else p / row["load"]
+    run = r.get("budgets", {}).get(f"{t:g}")
+    return run["peak"] / row["load"] if run and run.get("valid") else None
+
+
+def compact(doc: dict) -> dict:
+    """The machine-readable digest: per instance its generator arguments, n, LOAD, each method's peak
+    (None: no valid plan) and the best peer."""
+    peers = doc["peers"]
+    out = []
+    for r in doc["rows"]:
+        method, value = best_peer(r, peers)
+        out.append({"instance": r["instance"], "family": r["family"],
+                    "generator": "dsa.generate.rectangle_cut", "generator_args": r["generator_args"],
+                    "n": r["n"], "load": r["load"],
+                    "peak": {m: (x["peak"] if x.get("valid") else None) for m, x in r["methods"].items()},
+                    "best_peer": None if method is None else {
+                        "method": method, "peak": r["methods"][method]["peak"], "ratio": value}})
+    return {"date": doc["date"], "time_limit": doc["time_limit"], "peer_version": doc.get("peer_version"),
+            "threads": doc["threads"], "instances": out}
+
+
+def plot(doc: dict, path: Path) -> None:
+    """peak / LOAD against time: the mean over the instances, then one panel per instance."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FormatStrFormatter, NullFormatter
+
+    rows, peers, limit = doc["rows"], doc["peers"], doc["time_limit"]
+    methods = [*DSA_METHODS, *peers]
+    colors = dict(zip(methods, plt.get_cmap("tab10").colors))
+    cols = 4
+    nrows = math.ceil((len(rows) + 1) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4 * cols, 3.2 * nrows), squeeze=False)
+    # 1/1000 of the limit up to the end of the longest dsa run (a run may overrun its limit), log-spaced
+    end = max([limit] + [r["methods"][m]["time_s"] for r in rows for m in DSA_METHODS if m in r["methods"]])
+    grid = [end * 10 ** (k / 20) for k in range(-60, 1)]
+    budgets = sorted({float(k) for r in rows for m in peers for k in r["methods"].get(m, {}).get("budgets", {})})
+    panels = [("mean over the instances", rows)] + [(r["instance"], [r]) for r in rows]
+    for ax, (title, sel) in zip(axes.flat, panels):
+        for m in methods:
+            if m in DSA_METHODS:
+                ts = [t for t in grid if all(_at(r, m, t) is not None for r in sel)]
+                ax.step(ts, [_mean([_at(r, m, t) for r in sel]) for t in ts], where="post", color=colors[m],
+                        label=LABELS[m], lw=1.8)
+            else:
+                ts = [t for t in budgets if all(_at(r, m, t) is not None for r in sel)]
+                ax.plot(ts, [_mean([_at(r, m, t) for r in sel]) for t in ts], "o--", color=colors[m],
+                        label=LABELS[m], ms=4, lw=1)
+        ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_title(title, fontsize=9)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    axes[0][0].set_ylabel("peak / LOAD")
+    axes[0][0].set_xlabel("seconds")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"peak / LOAD against time on rectangle-cut instances (optimum = LOAD), limit {limit:g} s; "
+                 "dsa: incumbent of one run; peers: one run per time limit", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def write_all(doc: dict, out: Path, summary: Path | None, with_plot: bool = True) -> None:
+    write_results(out, doc, report)
+    if with_plot and doc["rows"]:
+        plot(doc, Path(out).with_suffix(".png"))
+    if summary is not None:
+        summary.parent.mkdir(parents=True, exist_ok=True)
+        summary.write_text(json.dumps(compact(doc), indent=1))
+
+
+def _commit(folder: Path) -> str | None:
+    import subprocess
+
+    def git(*a):
+        return subprocess.run(["git", "-C", str(folder), *a], capture_output=True, text=True).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD")
+    return (head + ("+dirty" if git("status", "--porcelain", ".") else "")) if head else None
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--peer-python", help="the interpreter of a venv with omnimalloc installed")
+    ap.add_argument("--report", type=Path, metavar="IN.json", help="rewrite the Markdown, plot and summary "
+                    "beside this JSON; run nothing")
+    ap.add_argument("--time-limit", type=float, default=20.0, help="seconds per instance for each method")
+    ap.add_argument("--peer-budgets", type=float, nargs="*", default=[1.0, 5.0],
+                    help="shorter time limits the peers also run at, for the plot (default 1 5)")
+    ap.add_argument("--peers", nargs="+", default=list(PEERS), choices=list(PEERS))
+    ap.add_argument("--threads", type=int, default=2, help="supermalloc's threads (default 2)")
+    ap.add_argument("--instances", help="comma-separated names (family-n-sSEED) or indices (default: all 12)")
+    ap.add_argument("--out", type=Path, default=Path("out/peers_generated"), help="output path without suffix")
+    ap.add_argument("--summary", type=Path, help="also write the compact JSON here")
+    ap.add_argument("--dsa-commit", help="the commit of the dsa measured, for the report (default: git's HEAD "
+                    "of the checkout dsa is imported from, '+dirty' with local changes); to measure a snapshot, "
+                    "put it first on PYTHONPATH")
+    args = ap.parse_args(argv)
+    if args.report is not None:
+        write_all(json.loads(args.report.read_text()), args.report.with_suffix(""), args.summary)
+        return 0
+    if not args.peer_python:
+        ap.error("--peer-python is needed to run the comparison")
+    specs = INSTANCES
+    if args.instances:
+        wanted = args.instances.split(",")
+        specs = [s for k, s in enumerate(INSTANCES) if str(k) in wanted or instance_name(*s) in wanted]
+    import dsa
+
+    dsa.warmup()
+    warm_exact()  # no instance's time includes loading a kernel
+    doc = {**provenance("peers_generated.py", argv), "time_limit": args.time_limit, "threads": args.threads,
+           "peers": args.peers, "peer_settings": {m: PEERS[m] for m in args.peers}, "peer_version": None,
+           "families": FAMILIES, "dsa_path": str(Path(dsa.__file__).parent),
+           "dsa_commit": args.dsa_commit or _commit(Path(dsa.__file__).parent), "rows": []}
+    version = [None]
+    t0 = time.perf_counter()
+    doc["load_average"] = [round(os.getloadavg()[0], 2)]
+    for spec in specs:
+        doc["rows"].append(measure(spec, args, version))
+        doc["peer_version"] = version[0]
+        doc["wall_s"] = time.perf_counter() - t0
+        doc["load_average"][1:] = [round(os.getloadavg()[0], 2)]
+        write_all(doc, args.out, args.summary, with_plot=False)  # after every instance: nothing is lost
+    write_all(doc, args.out, args.summary)
+    print(f"done in {doc['wall_s'] / 60:.1f} min", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

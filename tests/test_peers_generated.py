@@ -1,0 +1,76 @@
+"""benchmarks/peers_generated.py without the peers: trajectories, the summary, the report, the digest."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import load_benchmark
+
+
+@pytest.fixture(scope="module")
+def pg():
+    return load_benchmark("peers_generated")
+
+
+def test_trajectory_from_stats_keeps_each_lower_incumbent_in_time_order(pg):
+    stats = {"improvements": [(0.5, 120), (0.1, 130), (0.7, 120), (1.2, 110)], "last_improvement_s": 1.2}
+    assert pg.trajectory(stats, "", 110, 20.0) == [[0.1, 130], [0.5, 120], [1.2, 110]]
+
+
+def test_trajectory_from_the_verbose_lines_of_best_and_exact(pg):
+    best_log = ("best:    0.810 s  peak 14016  (1.2235 x bound 11456)\n"
+                "best:    1.109 s  peak 12992  (1.1341 x bound 11456)\n")
+    assert pg.trajectory({}, best_log, 12992, 3.0) == [[0.81, 14016], [1.109, 12992]]
+    exact_log = ("exact: 2000 buffers, LOAD 11456, portfolio peak 14016\n"
+                 "    time        nodes    incumbent        bound      gap  event\n"
+                 "    0.25         3706        14016        11456  18.265%  searching\n"
+                 "    0.39       626225        12992        11456  11.823%  plan found at capacity 14015\n"
+                 "    2.06     23854180        12992        11456  11.823%  searching\n")
+    # the returned plan is lower than the log's last line: it is added at last_improvement_s
+    got = pg.trajectory({"last_improvement_s": 2.5}, exact_log, 12800, 3.0)
+    assert got == [[0.25, 14016], [0.39, 12992], [2.5, 12800]]
+    assert pg.peak_at(got, 0.1) is None and pg.peak_at(got, 0.39) == 12992 and pg.peak_at(got, 9) == 12800
+
+
+def _doc(pg):
+    peers = list(pg.PEERS)
+
+    def peer(peak, valid=True):
+        run = ({"valid": True, "peak": peak, "time_s": 1.0} if valid
+               else {"valid": False, "error": "invalid plan: x"})
+        return {**run, "budgets": {"1": run, "20": run}}
+
+    rows = [{"instance": "a-300-s0", "family": "a", "generator_args": {"n": 300, "seed": 0}, "n": 300, "load": 100,
+             "methods": {"best": {"valid": True, "peak": 103, "time_s": 20, "trajectory": [[0.5, 110], [3, 103]]},
+                         "exact": {"valid": True, "peak": 105, "time_s": 20, "trajectory": [[0.2, 105]]},
+                         "tabu_search": peer(104), "telamalloc": peer(101, valid=False),
+                         "supermalloc": peer(106), "simulated_annealing": peer(108)}},
+            {"instance": "b-900-s1", "family": "b", "generator_args": {"n": 900, "seed": 1}, "n": 900, "load": 200,
+             "methods": {"best": {"valid": True, "peak": 210, "time_s": 20, "trajectory": [[1, 210]]},
+                         "exact": {"valid": True, "peak": 204, "time_s": 20, "trajectory": [[1, 204]]},
+                         "tabu_search": peer(206), "telamalloc": peer(220),
+                         "supermalloc": peer(204), "simulated_annealing": peer(230)}}]
+    return {"date": "2026-01-01 00:00", "machine": "m", "command": "c", "time_limit": 20.0, "threads": 2,
+            "peers": peers, "peer_version": "1.0.0", "rows": rows}
+
+
+def test_an_invalid_peer_plan_counts_for_nothing(pg):
+    doc = _doc(pg)
+    assert pg.best_peer(doc["rows"][0], doc["peers"]) == ("tabu_search", 1.04)  # not TelaMalloc's invalid 1.01
+    s = pg.summarize(doc)
+    assert s["telamalloc"] == {"mean": 1.1, "valid": 1}
+    assert s["best_peer"]["mean"] == pytest.approx((1.04 + 1.02) / 2)
+    assert (s["best"]["at_or_below_best_peer"], s["best"]["compared"]) == (1, 2)
+    assert s["exact"]["at_or_below_best_peer"] == 1  # 1.02 = supermalloc's 1.02 counts as at or below
+
+
+def test_report_and_digest(pg):
+    doc = _doc(pg)
+    md = pg.report(doc)
+    assert ("| a-300-s0 | 300 | 100 | **1.0300** | 1.0500 | 1.0400 | invalid | 1.0600 | 1.0800 | 1.0400 (tabu) |"
+            in md)
+    assert "| **mean** |" in md and "a-300-s0 TelaMalloc: invalid plan: x" in md
+    assert "| dsa best | 1.0750 | 1.0400 |" in md  # the incumbent at 1 s (110, 210) and at 20 s (103, 210)
+    digest = pg.compact(doc)["instances"]
+    assert digest[0]["peak"]["telamalloc"] is None and digest[0]["peak"]["best"] == 103
+    assert digest[1]["best_peer"] == {"method": "supermalloc", "peak": 204, "ratio": 1.02}
+    assert digest[0]["generator_args"] == {"n": 300, "seed": 0}
