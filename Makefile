@@ -13,6 +13,8 @@ demo: $(PY)
 	$(PIP) -e ".[plot,torch]"
 	$(PY) -m dsa warmup
 	$(PY) -m dsa compare --bundled all --jobs 2 --plot out/heap_map.png
+	$(PY) -m dsa solve dsa/data/traces/efficientnet_b0_b1_224.csv -s best --time-limit 1 \
+		--pool sram:2911072:1 --pool dram:none:10 --plot out/pools_heap_map.png
 	$(PY) -m dsa.adapters.torch --plot out/torch_heap_map.png
 
 test: $(PY)
