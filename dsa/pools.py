@@ -263,7 +263,11 @@ def check_pools(problem, pools, allowed=None, weights=None) -> PoolSpec:
             raise ValueError(f"an allowed matrix must be boolean, got dtype {allowed.dtype}")
         mask = allowed.copy()
     else:
-        entries = list(allowed)
+        try:
+            entries = list(allowed)
+        except TypeError:
+            raise ValueError("allowed must be a boolean matrix (rows x pools) or one entry per row, "
+                             f"got {type(allowed).__name__}") from None
         if len(entries) != n:
             raise ValueError(f"allowed must have one entry per row ({n}), got {len(entries)}")
         mask = np.zeros((n, k), dtype=bool)

@@ -111,6 +111,13 @@ TWO = [dsa.Pool("sram", 8), dsa.Pool("dram", None, 10)]
     ({"pools": TWO, "weights": [1, float("nan"), 2]}, "row 1: weight"),
     ({"pools": TWO, "weights": [1, 2]}, "one value per row"),
     ({"pools": TWO, "capacity": 16}, "capacity and pools"),
+    ({"pools": TWO, "allowed": 5}, "boolean matrix"),
+    ({"pools": TWO, "allowed": [None, 7, None]}, "row 1: allowed pools must be"),
+    ({"pools": TWO, "weights": ["a", "b", "c"]}, "weights must be numbers"),
+    ({"pools": TWO, "weights": [True, False, True]}, "not booleans"),
+    ({"pools": "sram"}, "list of dsa.Pool"),
+    ({"pools": [("sram", 8, 1, "extra")]}, "pool 0: expected"),
+    ({"pools": [{"name": "sram", "size": 8}]}, "unknown keys"),
     ({"allowed": [None, None, None]}, "give pools"),
     ({"weights": [1, 2, 3]}, "give pools"),
     ({"pools": TWO, "strategy": "greedy_by_size"}, "plans one slab only; strategies that plan over several pools: "
