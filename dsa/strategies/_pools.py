@@ -68,6 +68,7 @@ EJECT_MOST = 8              # rows one exchange may move out of a pool
 LP_MOST_NONZEROS = 2_000_000
 MAX_DEPTH = 900             # rows with a choice the branch and bound takes on (Python recursion)
 DECISION_NODES = 200_000    # search nodes of one "do these rows pack?" decision of exact
+SMALL_SEARCH = 20           # rows with a choice up to which exact's incumbent comes without restarts
 
 
 def _value_keys(problem, spec: PoolSpec):
@@ -372,7 +373,7 @@ class _Improver:
             # every pass tries the cheap moves (into a gap) of all rows before the dear ones (re-packs)
             for p, cheap in [(p, cheap) for cheap in (True, False) for p in (rank[:-1] if len(rank) > 1 else [])]:
                 for r in order:
-                    if self.cost == bound:
+                    if self.cost <= bound:
                         return False
                     if self.budget.exhausted or self.budget.remaining() <= 0:
                         return True
@@ -439,9 +440,11 @@ def solve_fastest_first(problem, *, context=None):
                               stats={"order": "size"})
 
 
-def search(problem, *, context=None, time_limit: float | None = None, seed=None, restarts: bool = True):
+def search(problem, *, context=None, time_limit: float | None = None, seed=None, restarts: bool = True,
+           target: float | None = None):
     """``best`` over pools: constructive plans, then the local search of :class:`_Improver` (see the module);
-    with ``restarts``, random restarts until the time limit (or the trivial bound)."""
+    with ``restarts``, random restarts until the time limit, the trivial bound or ``target`` (a proven
+    bound on the cost: a plan that meets it is optimal)."""
     spec = spec_of(context)
     t0 = time.perf_counter()
     budget = Budget(SEARCH_TIME_LIMIT if time_limit is None else time_limit, None)
@@ -453,6 +456,8 @@ def search(problem, *, context=None, time_limit: float | None = None, seed=None,
                                           "pool it may use next to the rows placed before it, in every order tried")
     start_cost = plan.cost()
     bound = Fraction(spec.exact_cost(spec.cheapest()))
+    if target is not None and math.isfinite(target):
+        bound = max(bound, Fraction(target))
     improver = _Improver(problem, spec, plan, budget)
     stopped = improver.run(bound) if start_cost > bound else False
     best, best_cost, moves, n_restarts = improver.plan, improver.cost, improver.moves, 0
@@ -771,16 +776,18 @@ def exact(problem, *, context=None, time_limit: float | None = None, node_limit:
     limit = EXACT_TIME_LIMIT if time_limit is None else time_limit
     budget = Budget(limit, node_limit)
     stats = {}
-    # the incumbent: the search of best without its restarts, with at most a fifth of the time (and a second)
-    head = search(problem, context=context, time_limit=max(min(limit / 5, 1.0), 1e-3), seed=seed, restarts=False)
     bound = max(spec.trivial_bound(), lagrangian_bound(problem, spec))
     stats["lagrangian_bound"] = bound
+    # the incumbent: the search of best, with at most a fifth of the time (and a second), until the bound;
+    # without its restarts when few rows have a choice (the branch and bound is quick there)
+    free, fixed_pool = _split(problem, spec)
+    head = search(problem, context=context, time_limit=max(min(limit / 5, 1.0), 1e-3), seed=seed, target=bound,
+                  restarts=len(free) > SMALL_SEARCH)
     inc_pool, inc_offsets = head.pool, head.offsets
     inc_cost = spec.exact_cost(inc_pool) if inc_pool is not None else None
     if inc_cost is not None and float(inc_cost) <= bound:
         return make_pool_solution(problem, spec, inc_pool, inc_offsets, strategy="exact", cost_bound=float(inc_cost),
                                   stats={**stats, "nodes": 0, "search_s": time.perf_counter() - t0})
-    free, fixed_pool = _split(problem, spec)
     complete = False
     searcher = None
     if len(free) <= MAX_DEPTH:

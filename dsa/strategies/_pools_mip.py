@@ -63,11 +63,11 @@ def solve_pools(problem, *, context=None, time_limit: float | None = DEFAULT_TIM
     t0 = time.perf_counter()
     limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
     budget = Budget(limit, None)
-    # the heuristic: best over pools with a fifth of the time (at most a second)
-    head = _pools.search(problem, context=context, time_limit=max(min(limit / 5, 1.0), 1e-3), seed=seed,
-                         restarts=False)
     bound = max(spec.trivial_bound(), _pools.lagrangian_bound(problem, spec))
     stats = {"lagrangian_bound": bound}
+    # the heuristic: best over pools with a fifth of the time (at most a second), until the bound
+    head = _pools.search(problem, context=context, time_limit=max(min(limit / 5, 1.0), 1e-3), seed=seed,
+                         target=bound)
     inc_pool, inc_offsets = head.pool, head.offsets
     inc_cost = spec.exact_cost(inc_pool) if inc_pool is not None else None
 
