@@ -235,7 +235,7 @@ def check_pools(problem, pools, allowed=None, weights=None) -> PoolSpec:
     >>> p = dsa.Problem([0, 0], [2, 2], [4, 8])
     >>> spec = check_pools(p, [dsa.Pool("sram", 8), dsa.Pool("dram", None, 10)], allowed=[None, "dram"])
     >>> spec.allowed.tolist(), spec.trivial_bound()
-    [[True, True], [False, True]], 84.0)
+    ([[True, True], [False, True]], 84.0)
     """
     n = len(problem)
     if isinstance(pools, (Pool, str)) or not hasattr(pools, "__iter__"):
