@@ -8,6 +8,11 @@ processes with ``PYTHONPATH`` pointing at the tree and ``NUMBA_CACHE_DIR`` at a 
 2. warm: ``python -m dsa warmup`` (a tree without that command: the cold run's cache is kept instead),
    then the same 11 calls in a new process, reporting ``max(call time - T)``.
 
+``stats["jit_s"]`` also counts the time that kernels not compiled yet spend running as Python
+(:func:`dsa._kernels.python_path`), so that the cold totals are the whole cost of the cold start.
+``--repeat N`` measures the cold runs ``N`` times, the trees taking turns, and reports the median
+ratio (the machine's load drifts between runs).
+
 ``--baseline-src DIR`` adds a second tree, side by side in the same run (for example
 ``git worktree add --detach /tmp/dsa-base HEAD``; with ``--baseline-src HEAD`` the script makes
 that worktree itself in a temporary directory and removes it at the end). numba keys its cache by
@@ -21,6 +26,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,11 +64,15 @@ def _calls(src: Path, cache: str, limit: float) -> list[dict]:
     raise RuntimeError(f"the run in {src} failed:\n{proc.stderr[-3000:]}")
 
 
-def measure(src: Path, limit: float) -> dict:
-    """Cold and warm runs of one source tree (see the module docstring)."""
+def measure(src: Path, limit: float, warm: bool = True) -> dict:
+    """Cold and (with ``warm``) warm runs of one source tree (see the module docstring)."""
     with tempfile.TemporaryDirectory(prefix="dsa-cold-") as cold_cache, \
             tempfile.TemporaryDirectory(prefix="dsa-warm-") as warm_cache:
         cold = _calls(src, cold_cache, limit)
+        if not warm:
+            return {"src": str(src), "time_limit": limit, "cold": cold,
+                    "cold_jit_s": sum(r["jit_s"] for r in cold),
+                    "cold_wall_s": sum(r["wall_s"] for r in cold)}
         if (src / "dsa" / "warmup.py").exists():
             proc = _run(src, warm_cache, ["-m", "dsa", "warmup"])
             if proc.returncode != 0:
@@ -101,6 +111,9 @@ def main(argv=None) -> int:
     ap.add_argument("--baseline-src", help="a second tree to measure side by side (HEAD: a worktree of HEAD)")
     ap.add_argument("--time-limit", type=float, default=2.0)
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="cold runs of each tree, the trees taking turns (the machine's load drifts); the "
+                         "table shows the first round, the ratio every round and their median")
     args = ap.parse_args(argv)
     trees = {"this": Path(args.src).resolve()}
     worktree = None
@@ -113,9 +126,14 @@ def main(argv=None) -> int:
         elif args.baseline_src:
             trees = {"baseline": Path(args.baseline_src).resolve(), **trees}
         results = {}
+        extra: dict = {name: [] for name in trees}  # cold totals of the later rounds
         for name, src in trees.items():
             print(f"measuring {name} ({src}) ...", file=sys.stderr, flush=True)
             results[name] = measure(src, args.time_limit)
+        for _ in range(args.repeat - 1):
+            for name, src in trees.items():
+                print(f"measuring {name} again (cold only) ...", file=sys.stderr, flush=True)
+                extra[name].append(measure(src, args.time_limit, warm=False))
     finally:
         if worktree is not None:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)],
@@ -123,8 +141,18 @@ def main(argv=None) -> int:
             shutil.rmtree(worktree.parent, ignore_errors=True)
     print(_table(results))
     if "baseline" in results:
-        ratio = results["this"]["cold_jit_s"] / max(results["baseline"]["cold_jit_s"], 1e-9)
-        print(f"\ncold compile time, this / baseline: {ratio:.2f}")
+        rounds = [(results["baseline"], results["this"])] + list(zip(extra["baseline"], extra["this"]))
+        ratios = [t["cold_jit_s"] / max(b["cold_jit_s"], 1e-9) for b, t in rounds]
+        for k, (b, t) in enumerate(rounds):
+            print(f"\nround {k + 1}: cold jit_s baseline {b['cold_jit_s']:.2f}, this {t['cold_jit_s']:.2f}; "
+                  f"cold wall baseline {b['cold_wall_s']:.2f}, this {t['cold_wall_s']:.2f}; "
+                  f"ratio {ratios[k]:.2f}", end="")
+        print(f"\n\ncold compile time, this / baseline: {statistics.median(ratios):.2f}"
+              + (f" (median of {len(ratios)} rounds)" if len(ratios) > 1 else ""))
+        results["ratios"] = ratios
+    for name in extra:
+        if extra[name]:
+            results[f"{name}_later_rounds"] = extra[name]
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(results, indent=1))

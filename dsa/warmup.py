@@ -48,8 +48,10 @@ def warmup(*, verbose: bool = False) -> dict:
 
     Solves a few tiny problems with every installed strategy except ``mip`` (whose solvers are not
     numba code), always on the kernels (never on the numpy stand-ins that small problems get by
-    default, see :func:`dsa._kernels.use_numpy`), plus the improvement searches of ``best``. With a writable cache (see Notes),
-    later processes load the kernels instead of compiling them.
+    default, see :func:`dsa._kernels.use_numpy`, nor as Python, see :func:`dsa._kernels.python_path`),
+    plus the improvement searches of ``best`` (and its whole improvement phase, on a MiniMalloc
+    instance for 2 s). With a writable cache (see Notes), later processes load the kernels instead of
+    compiling them.
 
     Parameters
     ----------
@@ -122,6 +124,11 @@ def warmup(*, verbose: bool = False) -> dict:
             start = solve(problem, "bump").offsets
             lower_peak(problem, start, time_limit=1.0, node_limit=50)
             search_orders(problem, start, time_limit=float("inf"), iterations=50, seed=0)
+        # best's whole improvement phase, whatever searches it runs, on an instance that it cannot
+        # finish early (MiniMalloc's D: the portfolio and the canonical search stay above LOAD)
+        from dsa import data
+
+        solve(data.load("D.1048576"), "best", time_limit=2.0)
         say("improvement searches")
     finally:
         _kernels.FORCE = previous

@@ -18,6 +18,15 @@ never compiled. Argument specs: ``i8``, ``i4``, ``f8``, ``b1`` (scalars); with `
 1-D array of that type, ``[,]`` a 2-D one, and a trailing ``r`` marks it read-only (the kernel does
 not write it; writable arrays are accepted too).
 
+A kernel whose caller can afford the interpreter on small calls (gergov's skyline and colouring,
+buchsbaum's boxing, mincost_flow's objects and layout) is called through :func:`python_path`: while
+the kernel is neither compiled in this process nor in numba's on-disk cache, a call of at most
+:data:`PURE_MAX_ROWS` rows runs the kernel's own code as Python (or the numpy stand-in it declares
+with ``pure=``), with the same result, instead of compiling it (seconds, mostly for a first call
+that needs nothing else of it). The Python runs of a kernel stop once they have cost
+:data:`PURE_BUDGET_S` seconds in the process (it is then compiled), and their time is counted by
+:func:`jit_seconds` as the cold-start cost it is. ``dsa.warmup`` compiles every kernel regardless.
+
 Callers that have a numpy stand-in for a kernel (the greedy placement, the address-overlap check)
 choose between them by :func:`use_numpy`: an ``engine=`` option (``"auto"``, ``"numpy"``,
 ``"kernel"``), and for ``"auto"`` a rule on the problem's size (overridden for the whole process by
@@ -28,9 +37,10 @@ from __future__ import annotations
 import os
 import time
 
-__all__ = ["jit_seconds", "numba_loaded", "use_numpy", "kernels_loaded", "load_numba", "ENGINES"]
+__all__ = ["jit_seconds", "numba_loaded", "use_numpy", "kernels_loaded", "load_numba", "ENGINES",
+           "compiled", "python_version", "python_path", "python_seconds"]
 
-_state = {"seconds": 0.0, "numba": None}
+_state = {"seconds": 0.0, "numba": None, "pure": 0.0}
 
 # engine= values of the callers that have a numpy stand-in for their kernel (see use_numpy)
 ENGINES = ("auto", "numpy", "kernel")
@@ -132,7 +142,8 @@ def _ensure_cache_dir(numba) -> None:
 
 
 def jit_seconds() -> float:
-    """Seconds this process has spent importing numba and compiling or cache-loading kernels."""
+    """Seconds this process has spent importing numba and compiling or cache-loading kernels, and
+    running kernels as Python while they were not compiled (:func:`python_path`)."""
     return _state["seconds"]
 
 
@@ -179,6 +190,29 @@ def _make_kernel_class():
                         self.compile(sig)
                     self._dsa_declared = tuple(sigs)
 
+        def _dsa_load(self) -> bool:
+            """Load the declared signatures from numba's cache, compiling nothing; True when the
+            kernel is now ready to run compiled (it was, or every signature was in the cache)."""
+            if self._dsa_sigs is None:
+                return True
+            with global_compiler_lock:
+                sigs = self._dsa_sigs
+                if sigs is None:
+                    return True
+                for sig in sigs:
+                    if tuple(sig) in self.overloads:
+                        continue
+                    cres = self._cache.load_overload(sig, self.targetctx)
+                    if cres is None:
+                        return False
+                    self._cache_hits[sig] += 1  # as Dispatcher.compile does on a cache hit
+                    if not cres.objectmode:
+                        self.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+                    self.add_overload(cres)
+                self._dsa_sigs = None
+                self._dsa_declared = tuple(sigs)
+                return True
+
         def _dsa_match(self, tys):
             """The declared signature that ``tys`` convert to safely, or None."""
             ctx = self.typingctx
@@ -215,8 +249,12 @@ def _make_kernel_class():
     return Kernel
 
 
-def _kernel(*arg_specs, cache: bool = True, **options):
-    """Decorator: a numba kernel compiled for the declared argument types (see the module docstring)."""
+def _kernel(*arg_specs, cache: bool = True, pure=None, **options):
+    """Decorator: a numba kernel compiled for the declared argument types (see the module docstring).
+
+    ``pure``, optional: a Python function equal to the kernel (same results, usually numpy), that
+    :func:`pure` runs in place of the kernel's own Python code.
+    """
     global _kernel_class
     numba = load_numba()
     if _kernel_class is None:
@@ -225,7 +263,14 @@ def _kernel(*arg_specs, cache: bool = True, **options):
         except (ImportError, AttributeError):  # numba's internals moved: compile per call, as njit does
             _kernel_class = False
     if _kernel_class is False:
-        return numba.njit(cache=cache, **options)
+        plain = numba.njit(cache=cache, **options)
+
+        def decorate_plain(fn):
+            disp = plain(fn)
+            _PURE_OF[disp] = pure
+            return disp
+
+        return decorate_plain
     sig = tuple(_arg_type(s) for s in arg_specs)
 
     def decorate(fn):
@@ -234,6 +279,7 @@ def _kernel(*arg_specs, cache: bool = True, **options):
             disp.enable_caching()
         disp._dsa_sigs = [sig]
         _KERNELS.append(disp)
+        _PURE_OF[disp] = pure
         return disp
 
     return decorate
@@ -245,6 +291,111 @@ _KERNELS: list = []
 def kernels_loaded() -> dict:
     """``{"module.name": number of compiled signatures}`` of the declared kernels defined so far."""
     return {f"{k.py_func.__module__}.{k.py_func.__name__}": len(k.signatures) for k in _KERNELS}
+
+
+# ---------------------------------------------------------------------------------------------
+# the Python path of a kernel that is not compiled yet (see python_path)
+
+# a declared kernel that is neither compiled in this process nor in numba's cache runs as Python code
+# on calls of at most this many rows ...
+PURE_MAX_ROWS = 1000
+# ... until its Python runs have taken this long in this process (about what compiling one of the
+# larger kernels costs); then it is compiled, as a plain call would have done at once: a rent-or-buy
+# rule, so that a process never spends more than this on top of the compile time
+PURE_BUDGET_S = 2.0
+
+_PURE_OF: dict = {}    # kernel -> its pure= stand-in, or None (its own Python code)
+_PURE_FN: dict = {}    # kernel -> the Python function run in its place
+_PURE_SPENT: dict = {}  # kernel -> seconds its Python runs took in this process
+_NOT_CACHED: set = set()  # kernels found neither compiled nor in numba's cache (looked up once)
+
+
+def compiled(kern) -> bool:
+    """Whether ``kern`` runs compiled without compiling anything: compiled in this process, or in
+    numba's on-disk cache (then loaded now, in milliseconds). The cache is looked up once per process."""
+    load = getattr(kern, "_dsa_load", None)
+    if load is None:  # a plain numba dispatcher
+        return bool(kern.overloads)
+    if kern._dsa_sigs is None:
+        return True
+    if kern in _NOT_CACHED:
+        return False
+    if load():
+        return True
+    _NOT_CACHED.add(kern)
+    return False
+
+
+def python_version(kern):
+    """The Python function that computes what ``kern`` computes: its ``pure=`` stand-in, else the
+    kernel's own code, in which the kernels it calls are themselves run compiled when they are
+    (see :func:`compiled`), else as Python."""
+    fn = _PURE_FN.get(kern)
+    if fn is not None:
+        return fn
+    fn = _PURE_OF.get(kern)
+    if fn is None:
+        import types
+
+        from numba.core.dispatcher import Dispatcher
+
+        py = kern.py_func
+        names = dict(py.__globals__)
+        for name, value in py.__globals__.items():
+            if isinstance(value, Dispatcher):
+                names[name] = _callee(value)
+        fn = types.FunctionType(py.__code__, names, py.__name__, py.__defaults__, py.__closure__)
+    _PURE_FN[kern] = fn
+    return fn
+
+
+def _callee(kern):
+    """What the Python version of a kernel calls in place of the kernel ``kern`` it calls."""
+    def call(*args):
+        return (kern if compiled(kern) else python_version(kern))(*args)
+
+    call.__name__ = kern.py_func.__name__
+    return call
+
+
+def python_path(kern, rows: int):
+    """What to call for the kernel ``kern`` on a call of ``rows`` rows: the kernel, or its Python
+    version while the kernel is not compiled.
+
+    A process whose numba cache is empty would compile the kernel first (seconds); for a small
+    call its Python version (:func:`python_version`: the same code run by the interpreter, or a
+    numpy stand-in, same results) costs less. It is chosen when the kernel is neither compiled nor
+    in numba's cache (:func:`compiled`), ``rows`` is at most :data:`PURE_MAX_ROWS`, the kernel's
+    Python runs in this process have taken less than :data:`PURE_BUDGET_S` (then the kernel is
+    compiled, and used from then on), and :data:`FORCE` is not ``"kernel"`` (``dsa.warmup`` sets
+    it to compile). Which path runs changes how long a call takes, never its result. The time of
+    the Python runs is counted by :func:`jit_seconds` (as the compile it stands in for: it does
+    not count against a time limit) and by :func:`python_seconds`.
+    """
+    if (FORCE == "kernel" or rows > PURE_MAX_ROWS or compiled(kern)
+            or _PURE_SPENT.get(kern, 0.0) >= PURE_BUDGET_S):
+        return kern
+    fn = python_version(kern)
+
+    def timed(*args):
+        t0 = time.perf_counter()
+        jit0 = _state["seconds"]
+        try:
+            return fn(*args)
+        finally:
+            # (less any cache load of a kernel it calls, which the compile timer counted already)
+            dt = max(0.0, time.perf_counter() - t0 - (_state["seconds"] - jit0))
+            _PURE_SPENT[kern] = _PURE_SPENT.get(kern, 0.0) + dt
+            _state["seconds"] += dt
+            _state["pure"] += dt
+
+    return timed
+
+
+def python_seconds() -> float:
+    """Seconds this process has spent running kernels as Python while they were not compiled
+    (:func:`python_path`); included in :func:`jit_seconds`."""
+    return _state["pure"]
 
 
 def __getattr__(name: str):

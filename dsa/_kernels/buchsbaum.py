@@ -18,7 +18,11 @@ from dsa._kernels.heap import heap_pop, heap_push
 from dsa._kernels.sorting import argsort_stable, search_left
 
 
-@kernel("i8[]r")
+def _np_unique(a):
+    return np.unique(a)
+
+
+@kernel("i8[]r", pure=_np_unique)
 def _unique(a):
     """``np.unique(a)``: the sorted distinct values (numba's own costs a second to compile per process)."""
     order = argsort_stable(a)

@@ -67,7 +67,29 @@ def _scan(j, by_end, avail, sizes, aligns, k, window, cols, costs, base, tmp_i, 
     return got
 
 
-@njit(cache=True)
+def _np_candidate_edges(by_end, avail, sizes, aligns, k, window):
+    """:func:`candidate_edges` in numpy, one row at a time (same edges, same order)."""
+    m = len(avail)
+    window = max(window, k)
+    indptr = np.zeros(m + 1, dtype=np.int64)
+    cols, costs = [], []
+    for j in range(m):
+        recent = by_end[:avail[j]][::-1]  # the rows ended by row j's start, the last to end first
+        a, aj = aligns[recent], aligns[j]
+        ok = np.where(a >= aj, a % aj == 0, aj % np.maximum(a, 1) == 0)
+        cand = recent[ok][:window]
+        save = np.minimum(sizes[cand], sizes[j])
+        keep = cand[np.argsort(-save, kind="stable")[:k]]  # saving descending, then recency
+        cols.append(keep)
+        costs.append(np.maximum(sizes[j] - sizes[keep], 0))
+        indptr[j + 1] = indptr[j] + len(keep)
+    if m == 0:
+        return indptr, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return (indptr, np.concatenate(cols).astype(np.int64, copy=False),
+            np.concatenate(costs).astype(np.int64, copy=False))
+
+
+@kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8", "i8", pure=_np_candidate_edges)
 def candidate_edges(by_end, avail, sizes, aligns, k, window):
     """CSR of the candidate predecessors of each flow row, with their edge costs.
 
@@ -217,7 +239,7 @@ def _gcd(a, b):
     return a
 
 
-@njit(cache=True)
+@kernel("i8[]r", "i8[]r", "i8[]r")
 def objects_from_pred(pred, sizes, aligns):
     """Group flow rows into objects: the chains of ``pred``, cut where alignments stop dividing.
 
@@ -289,7 +311,7 @@ def stack_objects(obj_ptr, members, obj_size, obj_align, base, offsets):
     return top
 
 
-@njit(cache=True)
+@kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]", "i8[]r", "i4[]r", "b1")
 def place_objects(order, obj_ptr, members, obj_size, obj_align, sizes, offsets, indptr, indices, best_fit):
     """Place whole objects, in ``order``, by a gap search over everything placed that meets them in time.
 

@@ -4,15 +4,29 @@ numba compiles its own ``np.argsort``, ``np.sort``, ``np.unique`` and ``np.searc
 every process for every array type they meet (0.5-1.5 s each, never cached on disk), while these
 loops compile once, into numba's cache. Results equal numpy's: :func:`argsort_stable` is the stable
 order (``np.argsort(kind="stable")``), the searches are ``np.searchsorted`` with ``side="left"`` and
-``side="right"``.
+``side="right"``, and these numpy calls are what :func:`dsa._kernels.python_version` runs in their
+place while they are not compiled.
 """
 import numpy as np
 from dsa._kernels import kernel
 
+
+def _np_argsort_stable(keys):
+    return np.argsort(keys, kind="stable")
+
+
+def _np_search_left(a, v):
+    return int(np.searchsorted(a, v, side="left"))
+
+
+def _np_search_right(a, v):
+    return int(np.searchsorted(a, v, side="right"))
+
+
 _RUN = 16  # runs sorted by insertion before merging
 
 
-@kernel("i8[]r")
+@kernel("i8[]r", pure=_np_argsort_stable)
 def argsort_stable(keys):
     """Indices that sort ``keys`` ascending, equal keys in index order (bottom-up merge sort, O(n log n))."""
     n = len(keys)
@@ -58,7 +72,7 @@ def argsort_stable(keys):
     return a
 
 
-@kernel("i8[]r", "i8")
+@kernel("i8[]r", "i8", pure=_np_search_left)
 def search_left(a, v):
     """``np.searchsorted(a, v, side="left")`` for a sorted ``a``: the first index with ``a[i] >= v``."""
     lo = 0
@@ -72,7 +86,7 @@ def search_left(a, v):
     return lo
 
 
-@kernel("i8[]r", "i8")
+@kernel("i8[]r", "i8", pure=_np_search_right)
 def search_right(a, v):
     """``np.searchsorted(a, v, side="right")`` for a sorted ``a``: the first index with ``a[i] > v``."""
     lo = 0

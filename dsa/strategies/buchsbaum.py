@@ -147,6 +147,7 @@ def _ladder(h_max: int, h_min: int) -> list[float]:
 
 def _box_items(rows_s, rows_e, rows_h, rng, epsilon: float) -> _Boxing:
     """Run the boxing levels on the free, non-empty rows (times rank-compressed)."""
+    from dsa._kernels import python_path
     from dsa._kernels.buchsbaum import box_class
 
     m = len(rows_s)
@@ -172,8 +173,9 @@ def _box_items(rows_s, rows_e, rows_h, rng, epsilon: float) -> _Boxing:
                 continue
             # random critical times: a random priority per distinct start, drawn anew for each class
             prio = rng.random(len(items))
-            box_of, slot, bs, be, bn, n_strip = box_class(bx.s[items], bx.e[items], H, H * a2, H * a1,
-                                                          prio)
+            # (while the kernel is not compiled, small classes run its Python version: same result)
+            box_of, slot, bs, be, bn, n_strip = python_path(box_class, len(items))(
+                bx.s[items], bx.e[items], H, H * a2, H * a1, prio)
             strip = np.arange(len(bs)) < n_strip
             first = bx.add_boxes(bs, be, bn * unit, bx.levels, strip)
             bx.parent[items] = box_of + first
@@ -198,6 +200,7 @@ def _compress_times(problem):
 
 def _pack_top(bx: _Boxing) -> np.ndarray:
     """Loose offsets of all items: best-fit greedy (largest first) on the top items, then unboxing."""
+    from dsa._kernels import python_path
     from dsa._kernels.buchsbaum import unbox
     from dsa._kernels.greedy import place
     from dsa._kernels.time_overlap import overlap_csr
@@ -211,7 +214,7 @@ def _pack_top(bx: _Boxing) -> np.ndarray:
         place(order, h, np.ones(len(top), dtype=np.int64), offsets, indptr, indices, True)
     top_off = np.zeros(bx.n, dtype=np.int64)
     top_off[top] = offsets
-    return unbox(bx.parent[:bx.n], bx.inner[:bx.n], top_off)
+    return python_path(unbox, bx.n)(bx.parent[:bx.n], bx.inner[:bx.n], top_off)
 
 
 def _free_rows(problem) -> np.ndarray:

@@ -93,6 +93,7 @@ def skyline_placement(problem, rows=None, *, order: str = "size"):
     >>> alpha.tolist(), sel.tolist()
     ([0, 4, 4], [0, 2, 1])
     """
+    from dsa._kernels import python_path
     from dsa._kernels.gergov import skyline
     from dsa.strategies._orders import order_rows
 
@@ -112,8 +113,9 @@ def skyline_placement(problem, rows=None, *, order: str = "size"):
     position[order_rows(problem, order)] = np.arange(n)
     rank = np.empty(len(rows), dtype=np.int32)
     rank[np.argsort(position[rows], kind="stable")] = np.arange(len(rows), dtype=np.int32)
-    local_alpha, local_sel = skyline(first, last, problem.sizes[rows], problem.alignments[rows], rank,
-                                     len(times) - 1)
+    # (on a small problem, while the kernel is not compiled, its Python version: same result)
+    local_alpha, local_sel = python_path(skyline, len(rows))(
+        first, last, problem.sizes[rows], problem.alignments[rows], rank, len(times) - 1)
     if len(local_sel) != len(rows):  # cannot happen: every remaining job meets an open window
         raise RuntimeError("phase 1 left buffers unplaced")
     alpha[rows] = local_alpha
@@ -136,6 +138,7 @@ def conflict_colouring(problem, alpha, sel, *, sweep=None):
     n_edges : int
         Number of conflicting pairs.
     """
+    from dsa._kernels import python_path
     from dsa._kernels.gergov import colour, conflicts
     from dsa.sweep import Sweep
 
@@ -149,7 +152,7 @@ def conflict_colouring(problem, alpha, sel, *, sweep=None):
         # most pairs meet in time (O(n^2) edges, of which a handful conflict): the conflict graph
         # alone, by a sweep over time with an index over alpha'
         indptr, indices = conflicts(sel, alpha, problem.sizes, problem.starts, problem.ends)
-    col, edges = colour(sel, alpha, problem.sizes, indptr, indices)
+    col, edges = python_path(colour, len(sel))(sel, alpha, problem.sizes, indptr, indices)
     return col, int(edges)
 
 

@@ -123,6 +123,7 @@ def shared_objects(problem, *, candidates="auto", window=None):
     >>> [o.tolist() for o in res["objects"]], res["sizes"].tolist(), res["flow_cost"]
     ([[0, 1, 2]], [8], 12)
     """
+    from dsa._kernels import python_path
     from dsa._kernels.mincost_flow import assign, candidate_edges, objects_from_pred
 
     if window is not None and (isinstance(window, bool) or not isinstance(window, (int, np.integer))
@@ -141,9 +142,11 @@ def shared_objects(problem, *, candidates="auto", window=None):
     w = k * AUTO_WINDOW if window is None else int(window)
     by_end = np.argsort(ends, kind="stable")
     avail = np.searchsorted(ends[by_end], starts, side="right")  # rows ended by each start
-    indptr, cols, costs = candidate_edges(by_end, avail, sizes, aligns, k, max(k, w))
+    # (small problems use its numpy version while the kernel is not compiled: same edges)
+    indptr, cols, costs = python_path(candidate_edges, m)(by_end, avail, sizes, aligns, k, max(k, w))
     pred, total, explored = assign(indptr, cols, costs, sizes)
-    obj_ptr, members, obj_size, obj_align = objects_from_pred(pred, sizes, aligns)
+    # (small problems run its Python version while the kernel is not compiled: same objects)
+    obj_ptr, members, obj_size, obj_align = python_path(objects_from_pred, m)(pred, sizes, aligns)
     has = pred >= 0
     pred_all[rows[has]] = rows[pred[has]]
     members = rows[members]  # flow rows -> problem rows
@@ -192,6 +195,7 @@ def solve(problem, *, candidates="auto", window=None, layout: str = "gap", compa
     """
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}; valid layouts: {', '.join(LAYOUTS)}")
+    from dsa._kernels import python_path
     from dsa._kernels.mincost_flow import place_objects, place_objects_dense, stack_objects
     from dsa.sweep import Sweep
 
@@ -219,8 +223,9 @@ def solve(problem, *, candidates="auto", window=None, layout: str = "gap", compa
                                     problem.starts, problem.ends, offsets, True)
             else:
                 indptr, indices = sweep.overlap
-                place_objects(order, obj_ptr, members, obj_size, obj_align, problem.sizes, offsets,
-                              indptr, indices, True)
+                # (small problems run its Python version while the kernel is not compiled)
+                python_path(place_objects, n)(order, obj_ptr, members, obj_size, obj_align, problem.sizes,
+                                              offsets, indptr, indices, True)
     peak_before = plan_peak(problem, offsets)
     if compact and n:
         from dsa.compaction import compact as squeeze
