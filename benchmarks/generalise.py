@@ -7,7 +7,8 @@ Usage::
                                     [--src PATH]
 
 Instances come from :func:`dsa.generate.rectangle_cut` in two families, ``guillotine`` (straight cuts
-only, ``pinwheel=0``) and ``pinwheel`` (``pinwheel=0.4``), so the optimum is LOAD. Prints per run:
+only, ``pinwheel=0``) and ``pinwheel`` (``pinwheel=0.4``), so the optimum is LOAD; ``--families`` also
+offers ``short-wide`` and ``long-tall`` (other aspect ratios, lifetime mixes and quanta). Prints per run:
 family, buffers, seed, strategy, peak/LOAD, status, the time the call took, and the time of its last
 improvement (``stats["last_improvement_s"]`` where the strategy reports it). Every plan is checked by
 ``dsa.validate``. ``--src`` runs the solver of another checkout (e.g. a git worktree of a baseline);
@@ -22,7 +23,12 @@ import sys
 import time
 from pathlib import Path
 
-FAMILIES = {"guillotine": {"pinwheel": 0.0}, "pinwheel": {"pinwheel": 0.4}}
+FAMILIES = {"guillotine": {"pinwheel": 0.0}, "pinwheel": {"pinwheel": 0.4},
+            # other shapes (not in the default run): many short lifetimes on a long, low rectangle;
+            # long lifetimes on a tall one, 256-byte quanta
+            "short-wide": {"pinwheel": 0.2, "aspect": 4.0, "lifetimes": "short"},
+            "long-tall": {"pinwheel": 0.2, "aspect": 0.25, "lifetimes": "long", "alignment": 256}}
+DEFAULT_FAMILIES = ["guillotine", "pinwheel"]
 _HERE = Path(__file__).resolve().parent
 
 
@@ -39,7 +45,7 @@ def main(argv=None) -> int:
     parser.add_argument("--time-limit", type=float, default=5.0, help="seconds per run (default 5)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1500, 3000, 5000])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
+    parser.add_argument("--families", nargs="+", default=DEFAULT_FAMILIES, choices=list(FAMILIES))
     parser.add_argument("--strategies", nargs="+", default=["best", "exact"])
     parser.add_argument("--json", default="out/generalise.json", help="where to write the rows")
     parser.add_argument("--src", help="import dsa from this checkout instead")

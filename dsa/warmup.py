@@ -124,6 +124,9 @@ def warmup(*, verbose: bool = False) -> dict:
             start = solve(problem, "bump").offsets
             lower_peak(problem, start, time_limit=1.0, node_limit=50)
             search_orders(problem, start, time_limit=float("inf"), iterations=50, seed=0)
+        from dsa.strategies._skyline import warm as warm_skyline
+
+        warm_skyline()  # (best runs the skyline search only once its kernel is compiled, or on long calls)
         # best's whole improvement phase, whatever searches it runs, on an instance that it cannot
         # finish early (MiniMalloc's D: the portfolio and the canonical search stay above LOAD)
         from dsa import data

@@ -14,7 +14,7 @@ compile, 0.1-2 s), while a declared kernel compiles (or loads from numba's cache
 signature on first use, and calls with convertible types (writable where read-only is declared,
 literals, narrower integers) use it. A call whose types do not convert safely still works: it gets a
 specialisation of its own, as with ``njit``. Nothing is compiled at import: a kernel no call uses is
-never compiled. Argument specs: ``i8``, ``i4``, ``f8``, ``b1`` (scalars); with ``[]`` a C-contiguous
+never compiled. Argument specs: ``i8``, ``i4``, ``u8``, ``f8``, ``b1`` (scalars); with ``[]`` a C-contiguous
 1-D array of that type, ``[,]`` a 2-D one, and a trailing ``r`` marks it read-only (the kernel does
 not write it; writable arrays are accepted too).
 
@@ -147,7 +147,7 @@ def jit_seconds() -> float:
     return _state["seconds"]
 
 
-_SCALARS = {"i8": "int64", "i4": "int32", "f8": "float64", "b1": "boolean"}
+_SCALARS = {"i8": "int64", "i4": "int32", "u8": "uint64", "f8": "float64", "b1": "boolean"}
 
 
 def _arg_type(spec: str):

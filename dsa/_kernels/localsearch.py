@@ -25,30 +25,10 @@ whose state is one ``uint64`` in a length-1 array, so a search can be cut into c
 """
 import numpy as np
 from dsa._kernels import njit
+from dsa._kernels.rng import randint, uniform
 
 
-# --------------------------------------------------------------------------- random numbers
-@njit(cache=True)
-def _next(rng):
-    """Advance the xorshift64* state ``rng[0]`` and return 64 random bits (as uint64)."""
-    x = rng[0]
-    x ^= x >> np.uint64(12)
-    x ^= x << np.uint64(25)
-    x ^= x >> np.uint64(27)
-    rng[0] = x
-    return x * np.uint64(2685821657736338717)
-
-
-@njit(cache=True)
-def _randint(rng, n):
-    """A random integer in ``[0, n)`` (``n >= 1``)."""
-    return np.int64((_next(rng) >> np.uint64(11)) % np.uint64(n))
-
-
-@njit(cache=True)
-def _random(rng):
-    """A random float in ``[0, 1)``."""
-    return np.float64(_next(rng) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+# random numbers: dsa._kernels.rng (xorshift64*)
 
 
 # --------------------------------------------------------------------------- decoder
@@ -309,7 +289,7 @@ def search_chunk(iters, rng, st, fst, prm, fprm, hist_k1, hist_k2,
             st[4] = it + 1
             continue
         cur_peak = st[9]
-        u = _random(rng)
+        u = uniform(rng)
         p0 = m
         if u < p_swp:
             band = (cur_peak - line) // band_div
@@ -322,8 +302,8 @@ def search_chunk(iters, rng, st, fst, prm, fprm, hist_k1, hist_k2,
                     crit[nc] = t
                     nc += 1
             if nc > 0:
-                i = crit[_randint(rng, nc)]
-                j = _randint(rng, i)
+                i = crit[randint(rng, nc)]
+                j = randint(rng, i)
                 if blame:
                     # the earlier-placed rows that meet row order[i] in time and lie below it
                     r = order[i]
@@ -334,7 +314,7 @@ def search_chunk(iters, rng, st, fst, prm, fprm, hist_k1, hist_k2,
                         rq = sl_id[q]
                         if pos[rq] >= 0 and pos[rq] < i and sl_s[q] < ends[r] and starts[r] < sl_e[q]:
                             nb += 1
-                            if _randint(rng, nb) == 0:
+                            if randint(rng, nb) == 0:
                                 j = pos[rq]
                 if u < p_ins:
                     r = order_c[i]
@@ -349,16 +329,16 @@ def search_chunk(iters, rng, st, fst, prm, fprm, hist_k1, hist_k2,
         elif u < p_rsw:
             if m > 1:
                 w = m // 8 + 1
-                i = _randint(rng, m - 1)
-                j = i + 1 + _randint(rng, min(w, m - 1 - i))
+                i = randint(rng, m - 1)
+                j = i + 1 + randint(rng, min(w, m - 1 - i))
                 _swap(order_c, pos_c, i, j)
                 p0 = i
         elif u < p_flip:
             bf = not bf
             p0 = 0
         elif m > 1:
-            i = _randint(rng, m)
-            j = _randint(rng, m - 1)
+            i = randint(rng, m)
+            j = randint(rng, m - 1)
             if j >= i:
                 j += 1
             r = order_c[i]

@@ -11,10 +11,11 @@ threads (the placement kernel releases the GIL), with results taken in member or
 as a plan reaches the lower bound (LOAD), which proves it optimal.
 
 Phase 2, the improvement (within what remains of ``time_limit``): a MiniMalloc-style search over
-canonical plans (Moffitt, ASPLOS 2023), then a local search over greedy orders (squeaky wheel, Joslin &
-Clements 1999, under late acceptance, Burke & Bykov 2017), restarted from the incumbent until the time
-limit; on large problems a large-neighbourhood search (Shaw, CP 1998) whose repair step is the
-canonical search re-plans time windows around the peak first. See :func:`_improve` and
+canonical plans (Moffitt, ASPLOS 2023), then restarted skyline dives (bottom-left fill with
+backtracking and Luby restarts, :mod:`dsa.strategies._skyline`), then a local search over greedy
+orders (squeaky wheel, Joslin & Clements 1999, under late acceptance, Burke & Bykov 2017), restarted
+from the incumbent until the time limit; on large problems a large-neighbourhood search (Shaw, CP
+1998) whose repair step is the canonical search re-plans time windows around the peak first. See :func:`_improve` and
 :func:`improve_plan`. It stops before the limit only at a proven bound.
 
 Greedy by size alone misses LOAD on traces where two large buffers that never meet are stacked at
@@ -238,14 +239,41 @@ RESTART_WINDOWS = (1000, 600, 1500, 400, 2000)
 REPAIR_SHARE = 1.0
 # share of the time left that the canonical search of the whole problem gets on problems of more than
 # 1,000 rows, improve_plan the rest (rectangle cuts of 1,500 rows at 5 s: its probes stop finding plans
-# after a few tenths of a second, and 0.3 gave a mean of 1.0855 x LOAD against 1.0935 with 1.0)
-CANONICAL_SHARE = 0.3
+# after a few tenths of a second; 0.3 gave a mean of 1.0855 x LOAD against 1.0935 with 1.0, and with
+# the skyline search in improve_plan 0.15 and 0.2 below did better than 0.3 and 0.5)
+CANONICAL_SHARE = 0.15
+# the same on problems of at most 1,000 rows, where it gets at least CANONICAL_MIN_S seconds (or all the
+# time left, if less): it finds its plans early or not at all, and on MiniMalloc's challenging
+# instances (150-450 rows) it needs most of the default second
+CANONICAL_SHARE_SMALL = 0.2
+CANONICAL_MIN_S = 1.0
+# share of the time left that improve_plan gives the skyline search first (dsa.strategies._skyline),
+# under a deadline (rectangle cuts of 400-3,000 buffers at 5 s: 0.75 gave 1.0876 x LOAD against
+# 1.1005 without it, 6 instances)
+SKYLINE_SHARE = 0.75
+# the skyline search's kernel takes about 3 s to compile: with an empty numba cache (no `dsa warmup`)
+# it runs only in calls that have at least this long left, so that a short call does not spend more
+# than its budget compiling a search it would run for a second (stats["skyline"] says so)
+SKYLINE_COLD_MIN_S = 5.0
+
+
+def _skyline_runs(problem, seconds: float) -> bool:
+    """Whether :func:`improve_plan` would run the skyline search with ``seconds`` left: on problems
+    without fixed offsets, once its kernel is compiled (or cached), or on calls of at least
+    ``SKYLINE_COLD_MIN_S`` seconds."""
+    from dsa.strategies._skyline import ready, supported
+
+    return SKYLINE_SHARE > 0 and supported(problem) and (seconds >= SKYLINE_COLD_MIN_S or ready())
 
 
 def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
     """Run the local search over greedy orders until the budget ends or the plan reaches ``target``.
 
-    On problems of more than 1,000 movable rows with a deadline, turns alternate between a
+    Under a deadline, on problems without fixed offsets, the skyline search of
+    :mod:`dsa.strategies._skyline` runs first, for ``SKYLINE_SHARE`` of the time left (with an empty
+    numba cache, only when at least ``SKYLINE_COLD_MIN_S`` seconds are left: its kernel takes about
+    3 s to compile; ``dsa warmup`` compiles it). Then, on
+    problems of more than 1,000 movable rows with a deadline, turns alternate between a
     large-neighbourhood search whose repair step is the canonical search
     (:func:`dsa.strategies._local_search.repair_windows`, ``REPAIR_SHARE`` of the time left) and the
     local search over greedy orders; on smaller ones the local search runs alone. The local search's
@@ -272,11 +300,14 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
     Returns
     -------
     (offsets, stats)
-        ``stats``: ``local_iterations``, ``local_s``, ``local_restarts``, on large problems
+        ``stats``: ``local_iterations``, ``local_s``, ``local_restarts``, ``skyline_probes`` and
+        ``skyline_nodes`` when the skyline search ran, on large problems
         ``repair_windows`` (windows tried) and ``repaired`` (windows re-planned below the peak), and
         ``improvements`` (a list of ``(seconds since t0, peak)``).
     """
     from dsa.strategies._local_search import repair_windows, search_orders
+    from dsa.strategies._skyline import skyline_search
+    from dsa.strategies._skyline import supported as skyline_supported
 
     start = time.perf_counter()
     t0 = start if t0 is None else t0
@@ -297,6 +328,19 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
     # local-search runs when it stops before the deadline
     movable = int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
     large = budget.deadline is not None and movable > 1000
+    skyline = budget.deadline is not None and peak > target and _skyline_runs(problem, budget.remaining())
+    if budget.deadline is not None and peak > target and not skyline and skyline_supported(problem):
+        stats["skyline"] = "skipped: its kernel is not compiled yet (run dsa warmup)"
+    if skyline:
+        # restarted skyline dives below the incumbent (dsa.strategies._skyline) come first
+        began = time.perf_counter()
+        new, info = skyline_search(problem, out, time_limit=budget.remaining() * SKYLINE_SHARE,
+                                   seed=_derived_seed(seed, 5000), progress=progress)
+        stats["skyline_nodes"] = info["skyline_nodes"]
+        stats["skyline_probes"] = info["skyline_probes"]
+        if plan_peak(problem, new) < peak:
+            out = new
+            peak = state["peak"] = plan_peak(problem, out)
     k = 0  # local-search runs
     turn = 0
     while peak > target and not budget.exhausted:
@@ -334,12 +378,15 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
        budgets grow round by round; a probe it completes without a plan proves a lower bound. It
        works on busy periods of up to ``_canonical_search.MAX_BUFFERS`` buffers and stops early when the peak
        is set by a larger one. On problems of more than 1,000 rows it gets ``CANONICAL_SHARE`` of
-       the time left.
-    2. With time left, a local search over greedy orders (:mod:`dsa.strategies._local_search`: squeaky
-       wheel moves under late acceptance; around the peak, a time window at a time, on large
-       problems) takes over, restarted from the incumbent until the time limit; on problems of more
-       than 1,000 rows, time windows around the peak re-planned by the canonical search come first
-       (:func:`improve_plan`).
+       the time left, on smaller ones ``CANONICAL_SHARE_SMALL`` of it but at least
+       ``CANONICAL_MIN_S`` seconds when the skyline search is to run (else all of it).
+    2. With time left, :func:`improve_plan`: under a deadline the skyline search of
+       :mod:`dsa.strategies._skyline` (restarted bottom-left dives below the incumbent, and re-packs
+       of what lies above a random level of it) gets ``SKYLINE_SHARE`` of the time left; then a
+       local search over greedy orders (:mod:`dsa.strategies._local_search`: squeaky wheel moves
+       under late acceptance; around the peak, a time window at a time, on large problems),
+       restarted from the incumbent until the time limit; on problems of more than 1,000 rows,
+       time windows around the peak re-planned by the canonical search come first.
 
     Returns ``(offsets, proven_bound, stats)``; ``stats["improvements"]`` lists ``(seconds since t0,
     peak)`` of each lower plan.
@@ -356,8 +403,13 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
                 log(improvements[-1][0], new_peak)
 
     movable = int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
-    share = CANONICAL_SHARE if movable > 1000 and budget.deadline is not None else 1.0
-    out, info = lower_peak(problem, offsets, time_limit=budget.remaining() * share, progress=progress)
+    left = budget.remaining()
+    if budget.deadline is not None:
+        if movable > 1000:
+            left *= CANONICAL_SHARE
+        elif _skyline_runs(problem, left):  # (the share left over is the skyline search's)
+            left = max(left * CANONICAL_SHARE_SMALL, min(left, CANONICAL_MIN_S))
+    out, info = lower_peak(problem, offsets, time_limit=left, progress=progress)
     proven = int(info["proven_lower_bound"])
     stats = {"nodes": info["nodes"], "search_probes": len(info["probes"]),
              "search_s": info["time"]}

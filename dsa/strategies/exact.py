@@ -57,9 +57,11 @@ exponential in the worst case (the problem is strongly NP-hard), so the search i
 ``time_limit`` and ``node_limit``. Busy periods of more than
 ``dsa.strategies._canonical_search.MAX_BUFFERS`` buffers are not searched; nothing is proven about
 them. In minimisation under a time limit (and no node limit), time that the canonical search leaves
-(such a period sets the peak) goes to :func:`dsa.strategies.best.improve_plan` (time windows around
-the peak re-planned by the canonical search, and the local search over greedy orders) until the
-limit: the call never returns early with the portfolio's plan.
+(such a period sets the peak), and under a time limit on problems of more than ``SHARE_MIN_ROWS``
+rows what is left after the canonical search had ``CANONICAL_SHARE`` of it, go to
+:func:`dsa.strategies.best.improve_plan` (the skyline search of :mod:`dsa.strategies._skyline`, time
+windows around the peak re-planned by the canonical search, and the local search over greedy orders)
+until the limit: the call never returns early with the portfolio's plan.
 """
 from __future__ import annotations
 
@@ -78,6 +80,14 @@ __all__ = ["solve", "conflict_filter"]
 
 BUDGET0_PER_BUFFER = 2   # first round: this many nodes per buffer of the largest period, per probe
 GROWTH = 2               # the node budget per probe is multiplied by this after every round
+# under a time limit (and no node limit), the share of the time left that the canonical search's
+# lower_peak gets in minimisation; best.improve_plan (skyline search, window repairs, local search)
+# gets the rest unless the search proved the plan optimal (rectangle cuts, where the optimum is LOAD:
+# the skyline search reaches plans the canonical search does not)
+CANONICAL_SHARE = 0.5
+# ... on problems of more than this many movable rows (on smaller ones it keeps the whole time: on
+# MiniMalloc's challenging D and J, 213 and 409 rows, its best plans come after 40-50 s of 60)
+SHARE_MIN_ROWS = 1000
 # the time limit handed to the portfolio once the call's own budget is spent (best.solve needs a
 # positive one; it runs its first member whatever the limit, so that there is a plan)
 MIN_PORTFOLIO_S = 1e-6
@@ -288,6 +298,10 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
             log.line(nodes, new_peak, new_lo, text, force=event != "probe")
 
         left = budget.remaining()
+        movable = int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
+        if node_limit is None and budget.deadline is not None and movable > SHARE_MIN_ROWS:
+            # the rest goes to best.improve_plan (below) unless this proves the plan optimal
+            left *= CANONICAL_SHARE
         out, info = search.lower_peak(state["offsets"], time_limit=left,
                                       node_limit=None if node_limit is None else node_limit - used,
                                       progress=progress)
@@ -302,8 +316,9 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
             limited = True
     if (cap is None and node_limit is None and budget.deadline is not None and not budget.exhausted
             and state["lo"] < state["peak"]):
-        # time left and no proof: the canonical search cannot lower the peak (a busy period too large
-        # to search sets it), so best's improvement phase (window repairs, local search) spends the rest
+        # time left and no proof: the canonical search had its share (CANONICAL_SHARE), or cannot lower
+        # the peak (a busy period too large to search sets it), so best's improvement phase (skyline
+        # search, window repairs, local search) spends the rest
         def improved(seconds, new_peak):
             state["found_s"] = seconds
             log.line(stats["nodes"], new_peak, state["lo"], "plan found by the improvement phase",

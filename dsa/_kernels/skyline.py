@@ -1,0 +1,315 @@
+"""Skyline search kernel: a depth-first search that fills the lowest, leftmost gap of a skyline.
+
+The time axis is cut into ``T`` elementary columns (between consecutive distinct start and end
+times). The skyline ``h[t]`` is the top of what is placed over column ``t``. Each node takes the
+lowest column ``a`` that still has unplaced buffers alive (the leftmost one among equals) and the
+maximal run ``[a, b)`` of such columns at that height, and branches over
+
+* the unplaced buffers whose lifetimes lie inside ``[a, b)``, placed at that height (those starting
+  at ``a`` first: they leave no hole on the left), and, last,
+* "waste": raise the run to the lower of its two neighbours (nothing will ever fill that space).
+
+Buffers keep their lifetimes, so this is the bottom-left rule of skyline packing (Burke, Kendall and
+Whitwell, "A new placement heuristic for the orthogonal stock-cutting problem", Operations Research
+52(4), 2004) turned into a complete search over canonical plans, as in MiniMalloc (M. D. Moffitt,
+ASPLOS 2023). Pruning: the bytes still to place over each column must fit between the skyline and
+the capacity (``slack``), so wasted space is charged at once; when the capacity equals the bytes
+alive at every instant (a perfect tiling) any waste ends the branch.
+
+One kernel call is one dive with a node limit; the driver restarts it with random tie-breaks.
+All arrays; no allocation in the loop.
+"""
+import numpy as np
+
+from dsa._kernels import kernel, njit
+from dsa._kernels.rng import uniform
+
+
+@njit(cache=True)
+def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, h, rem, slack, placed, well, right):
+    """Whether some corner of the skyline can no longer be filled.
+
+    A run ``[x, y)`` of columns at one height ``H`` whose left neighbour is higher has its bottom-left
+    cell covered only by a buffer that starts at column ``x`` (one alive before ``x`` would sit above
+    the neighbour); when the slack at ``x`` is 0 the cell cannot stay empty, so such an unplaced buffer
+    must exist, ending before the first higher column and fitting under ``cap``. The same holds on the
+    right (a buffer ending at ``y``). O(T + buffers starting or ending at the corners).
+
+    ``well`` receives ``[x, y, H, count, side]`` of the zero-slack run with higher neighbours on both sides
+    (its candidates are final) that has the fewest candidates (``count`` = -1: none such), on its
+    left (``side`` 0: buffers starting at ``x``) or, when ``right``, right corner (1: buffers ending
+    at ``y``).
+    """
+    well[3] = -1
+    t = 0
+    while t < T:
+        if rem[t] == 0:
+            t += 1
+            continue
+        H = h[t]
+        x = t
+        y = t
+        while y < T and rem[y] > 0 and h[y] == H:
+            y += 1
+        if slack[x] == 0 and (x == 0 or rem[x - 1] == 0 or h[x - 1] > H):
+            lim = y
+            while lim < T and rem[lim] > 0 and h[lim] <= H:
+                lim += 1
+            cnt = 0
+            for k in range(bs_ptr[x], bs_ptr[x + 1]):
+                r = bs_rows[k]
+                if not placed[r] and ce[r] <= lim and H + sz[r] <= cap and (al[r] <= 1 or H % al[r] == 0):
+                    cnt += 1
+                    if lim != y:
+                        break
+            if cnt == 0:
+                return True
+            if lim == y and (well[3] < 0 or cnt < well[3]):
+                well[0] = x
+                well[1] = y
+                well[2] = H
+                well[3] = cnt
+        if slack[y - 1] == 0 and (y == T or rem[y] == 0 or h[y] > H):
+            lim = x - 1
+            while lim >= 0 and rem[lim] > 0 and h[lim] <= H:
+                lim -= 1
+            cnt = 0
+            for k in range(be_ptr[y], be_ptr[y + 1]):
+                r = be_rows[k]
+                if not placed[r] and cs[r] > lim and H + sz[r] <= cap and (al[r] <= 1 or H % al[r] == 0):
+                    cnt += 1
+                    if lim != x - 1:
+                        break
+            if cnt == 0:
+                return True
+            if right and lim == x - 1 and (well[3] < 0 or cnt < well[3]):
+                well[0] = x
+                well[1] = y
+                well[2] = H
+                well[3] = cnt
+                well[4] = 1
+        t = y
+    return False
+
+
+@kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8", "i8", "i8", "u8[]", "f8",
+        "i8[]", "b1[]r", "i8[]r", "i8", "i8[]", "i8[]", "i8[]", "b1[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]",
+        "i8[]", "i8[]", "i8[]", "i8[]", "f8[]")
+def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, rng, noise, offsets,
+         keep, h0, mrv, h, rem, slack, placed, fr_a, fr_b, fr_h, fr_c0, fr_cn, fr_w, fr_i, fr_act, cand, score):
+    """One depth-first search for a plan of peak <= ``cap``; returns ``(status, nodes)``.
+
+    Parameters
+    ----------
+    cs, ce : int64 arrays
+        First and one-past-last column of each buffer (buffers of size 0 must be left out).
+    sz, al : int64 arrays
+        Sizes and alignments.
+    bs_ptr, bs_rows : int64 arrays
+        Buffers grouped by first column: ``bs_rows[bs_ptr[t]:bs_ptr[t + 1]]`` start at column ``t``.
+    be_ptr, be_rows : int64 arrays
+        The same grouped by end column.
+    T : int
+        Number of columns.
+    cap : int
+        Capacity.
+    node_limit : int
+    rng : uint64 array of length 1
+        Random state (tie-breaks perturbed by ``noise``).
+    noise : float
+        Weight of the random part of a candidate's score (0: deterministic).
+    offsets : int64 array
+        Filled with the plan when one is found (rows in ``keep`` are left as they are).
+    keep : bool array
+        Buffers already placed (they are not searched).
+    h0 : int64 array
+        The skyline at the start (the top of the kept buffers over each column).
+    mrv : int
+        0: branch on the lowest run; 1: on a zero-slack well with a single candidate (a forced
+        move) when there is one; 2: on the zero-slack well with the fewest candidates when there is
+        one (its left corner); 3: the same, right corners too.
+    h, rem, slack : int64 arrays of length ``T``; placed : bool array; fr_* : frame stacks of length
+    ``len(fr_a)``; cand, score : candidate stack. Work space.
+
+    Returns
+    -------
+    status : int
+        1: a plan (in ``offsets``); 0: none exists in the canonical space (a proof for this capacity
+        when ``noise`` is 0 and no stack overflowed); -1: node limit, or a stack was too small.
+    nodes : int
+    """
+    n = len(sz)
+    well = np.zeros(5, dtype=np.int64)
+    well[3] = -1
+    for t in range(T):
+        h[t] = h0[t]
+        rem[t] = 0
+    left = 0
+    for r in range(n):
+        placed[r] = keep[r]
+        if not keep[r]:
+            left += 1
+            for t in range(cs[r], ce[r]):
+                rem[t] += sz[r]
+    for t in range(T):
+        slack[t] = cap - h[t] - rem[t]
+        if slack[t] < 0 and rem[t] > 0:
+            return 0, 0
+    depth = 0
+    ctop = 0
+    nodes = 0
+    maxd = len(fr_a)
+    maxc = len(cand)
+    truncated = False
+    need_new = True
+    big = np.int64(1) << 62
+    while True:
+        if need_new:
+            if left == 0:
+                return 1, nodes
+            nodes += 1
+            if nodes > node_limit:
+                return -1, nodes
+            if depth >= maxd:
+                return -1, nodes
+            if _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, h, rem, slack, placed,
+                     well, mrv == 3):
+                # no alternatives: a frame that is exhausted at once
+                fr_a[depth] = 0
+                fr_b[depth] = 0
+                fr_h[depth] = 0
+                fr_c0[depth] = ctop
+                fr_cn[depth] = 0
+                fr_w[depth] = -1
+                fr_i[depth] = 0
+                depth += 1
+                need_new = False
+                if depth == 1:
+                    return 0, nodes
+                # (falls through to the exhausted-frame handling below)
+        if need_new:
+            # the lowest, leftmost column with something left to place
+            a = -1
+            hmin = big
+            for t in range(T):
+                if rem[t] > 0 and h[t] < hmin:
+                    hmin = h[t]
+                    a = t
+            b = a
+            while b < T and rem[b] > 0 and h[b] == hmin:
+                b += 1
+            side = 0
+            if well[3] >= 0 and ((mrv == 1 and well[3] <= 1) or mrv >= 2):
+                # branch on the most constrained zero-slack well instead (a forced move if 1 candidate)
+                a = well[0]
+                b = well[1]
+                hmin = well[2]
+                side = well[4]
+            # candidates: the unplaced buffers that can cover the cell (a, hmin): they start at a,
+            # end by b and fit under cap at an aligned hmin
+            c0 = ctop
+            k0 = be_ptr[b] if side == 1 else bs_ptr[a]
+            k1 = be_ptr[b + 1] if side == 1 else bs_ptr[a + 1]
+            for k in range(k0, k1):
+                r = be_rows[k] if side == 1 else bs_rows[k]
+                if placed[r] or ce[r] > b or cs[r] < a or hmin + sz[r] > cap:
+                    continue
+                if al[r] > 1 and hmin % al[r] != 0:
+                    continue
+                if ctop >= maxc:
+                    truncated = True
+                    break
+                sc = np.float64(ce[r] - cs[r]) / T + np.float64(sz[r]) / cap
+                if (ce[r] == b and side == 0) or (cs[r] == a and side == 1):
+                    sc += 2.0
+                if noise > 0.0:
+                    sc += noise * uniform(rng)
+                # insertion into the frame's candidates, by decreasing score
+                j = ctop
+                while j > c0 and score[j - 1] < sc:
+                    cand[j] = cand[j - 1]
+                    score[j] = score[j - 1]
+                    j -= 1
+                cand[j] = r
+                score[j] = sc
+                ctop += 1
+            # waste: nothing covers (a, hmin). What can cover column a above hmin is a buffer alive
+            # before a (above the left neighbour) or one starting at a, which lands on the highest
+            # column of its lifetime: raise column a to the lowest of these levels
+            lvl = big
+            if a > 0 and rem[a - 1] > 0 and h[a - 1] < lvl:
+                lvl = h[a - 1]
+            for k in range(bs_ptr[a], bs_ptr[a + 1]):
+                r = bs_rows[k]
+                if placed[r]:
+                    continue
+                land = hmin
+                for t in range(cs[r], ce[r]):
+                    if h[t] > land:
+                        land = h[t]
+                if al[r] > 1:
+                    land = (land + al[r] - 1) // al[r] * al[r]
+                if hmin < land < lvl and land + sz[r] <= cap:
+                    lvl = land
+            b = a + 1
+            w = 0
+            if side == 0 and lvl < big and lvl <= cap and slack[a] >= lvl - hmin:
+                w = 1
+            fr_a[depth] = a
+            fr_b[depth] = b
+            fr_h[depth] = hmin
+            fr_c0[depth] = c0
+            fr_cn[depth] = ctop - c0
+            fr_w[depth] = lvl if w == 1 else -1
+            fr_i[depth] = 0
+            depth += 1
+        f = depth - 1
+        ok = False
+        total = fr_cn[f] + (1 if fr_w[f] >= 0 else 0)
+        while fr_i[f] < total:
+            k = fr_i[f]
+            fr_i[f] = k + 1
+            a = fr_a[f]
+            hmin = fr_h[f]
+            if k < fr_cn[f]:
+                r = cand[fr_c0[f] + k]
+                if placed[r]:
+                    continue
+                for t in range(cs[r], ce[r]):
+                    h[t] = hmin + sz[r]
+                    rem[t] -= sz[r]
+                placed[r] = True
+                offsets[r] = hmin
+                left -= 1
+                fr_act[f] = r
+            else:
+                d = fr_w[f] - hmin
+                for t in range(a, fr_b[f]):
+                    h[t] = fr_w[f]
+                    slack[t] -= d
+                fr_act[f] = -1
+            ok = True
+            break
+        if ok:
+            need_new = True
+            continue
+        # the top frame is exhausted: pop it and undo its parent's action
+        ctop = fr_c0[f]
+        depth -= 1
+        if depth == 0:
+            return (-1 if truncated else 0), nodes
+        g = depth - 1
+        hmin = fr_h[g]
+        r = fr_act[g]
+        if r >= 0:
+            for t in range(cs[r], ce[r]):
+                h[t] = hmin
+                rem[t] += sz[r]
+            placed[r] = False
+            left += 1
+        else:
+            d = fr_w[g] - hmin
+            for t in range(fr_a[g], fr_b[g]):
+                h[t] = hmin
+                slack[t] += d
+        need_new = False

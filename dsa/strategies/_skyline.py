@@ -1,0 +1,249 @@
+"""Skyline search: restarted, randomised depth-first searches that fill the lowest gap first.
+
+See :mod:`dsa._kernels.skyline` for one search. :class:`Skyline` prepares a problem once (time
+columns, buffers grouped by first column, work space); :meth:`Skyline.probe` runs dives at one
+capacity with node limits that follow the Luby sequence (M. Luby, A. Sinclair and D. Zuckerman,
+"Optimal speedup of Las Vegas algorithms", Information Processing Letters 47(4), 1993) and random
+tie-breaks; :func:`skyline_search` lowers a plan's peak with it, anytime: probes just below the
+incumbent's peak, now and then probes of the lower bound itself (where the bytes alive at every
+instant fill the capacity, every wasted byte ends a branch at once and the search is at its
+strongest), and a large-neighbourhood search (P. Shaw, CP 1998) that keeps the incumbent's buffers
+below a random level and re-packs the others above them with the same dives.
+
+Complexity: a node costs O(T + c) for ``T`` time columns and ``c`` buffers starting at the chosen
+column; a dive places each buffer once unless it backtracks.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from dsa.bounds import lower_bound
+from dsa.budget import check_seed
+from dsa.solution import plan_peak
+
+__all__ = ["Skyline", "skyline_search", "luby"]
+
+SLICE_S = 0.1     # seconds of the first probe (doubled after each probe below the incumbent that fails)
+SLICE_MAX = 4.0   # ... up to this
+NOISE = 0.5       # weight of the random part of the candidates' scores in restarts
+FULL_EVERY = 4    # one probe of the whole problem per this many (the others keep a floor)
+FLOOR_LO, FLOOR_HI = 0.5, 0.95  # the floor's level, as a share of the peak, is drawn from this range
+FLOOR_SLICE_S = 0.05  # seconds of a probe above a floor
+MRV = 2           # where to branch (see dsa._kernels.skyline.dive)
+STALL_SHARE = 0.25  # the search stops after this share of its time limit without a lower plan ...
+STALL_MIN_S = 0.5   # ... or this many seconds, if more
+LOAD_EVERY = 4    # every this many probes, one probes the lower bound itself
+
+
+def luby(i: int) -> int:
+    """The ``i``-th term (``i >= 1``) of the Luby sequence 1, 1, 2, 1, 1, 2, 4, 1, ..."""
+    k = 1
+    while (1 << k) - 1 < i:
+        k += 1
+    while True:
+        if i == (1 << k) - 1:
+            return 1 << (k - 1)
+        i -= (1 << (k - 1)) - 1
+        k = 1
+        while (1 << k) - 1 < i:
+            k += 1
+
+
+class Skyline:
+    """A problem prepared for skyline dives (rows of size 0 and fixed rows are not supported: see
+    :func:`supported`)."""
+
+    def __init__(self, problem, seed=0):
+        from dsa._kernels import skyline as K
+
+        self.K = K
+        self.problem = problem
+        self.rows = np.flatnonzero(problem.sizes > 0).astype(np.int64)
+        starts, ends = problem.starts[self.rows], problem.ends[self.rows]
+        pts = np.unique(np.concatenate([starts, ends]))
+        self.cs = np.searchsorted(pts, starts).astype(np.int64)
+        self.ce = np.searchsorted(pts, ends).astype(np.int64)
+        self.T = max(1, len(pts) - 1)
+        self.sz = problem.sizes[self.rows].astype(np.int64)
+        self.al = problem.alignments[self.rows].astype(np.int64)
+        m = len(self.rows)
+        order = np.argsort(self.cs, kind="stable")
+        self.bs_rows = order.astype(np.int64)
+        self.bs_ptr = np.searchsorted(self.cs[order], np.arange(self.T + 1)).astype(np.int64)
+        order = np.argsort(self.ce, kind="stable")
+        self.be_rows = order.astype(np.int64)
+        self.be_ptr = np.searchsorted(self.ce[order], np.arange(self.T + 2)).astype(np.int64)
+        self.offsets = np.zeros(m, dtype=np.int64)
+        T = self.T
+        self.h = np.zeros(T, np.int64)
+        self.rem = np.zeros(T, np.int64)
+        self.slack = np.zeros(T, np.int64)
+        self.placed = np.zeros(m, np.bool_)
+        depth = 2 * m + 2 * T + 16
+        self.fr = [np.zeros(depth, np.int64) for _ in range(8)]
+        self.cand = np.zeros(max(64, 16 * m), np.int64)
+        self.score = np.zeros(len(self.cand), np.float64)
+        s = int(np.random.SeedSequence(check_seed(seed)).generate_state(1, dtype=np.uint64)[0])
+        self.rng = np.array([s or 0x9E3779B97F4A7C15], dtype=np.uint64)
+        self.nodes = 0
+        self.keep = np.zeros(m, np.bool_)
+        self.h0 = np.zeros(T, np.int64)
+
+    def dive(self, cap, node_limit, noise):
+        """One dive; returns the status (1 plan, 0 none, -1 limit) and fills ``self.offsets``."""
+        status, nodes = self.K.dive(self.cs, self.ce, self.sz, self.al, self.bs_ptr, self.bs_rows,
+                                    self.be_ptr, self.be_rows,
+                                    self.T, int(cap), int(node_limit), self.rng, float(noise),
+                                    self.offsets, self.keep, self.h0, MRV, self.h, self.rem, self.slack, self.placed, *self.fr,
+                                    self.cand, self.score)
+        self.nodes += int(nodes)
+        return int(status)
+
+    def set_floor(self, offsets=None, level=0):
+        """Keep the rows of ``offsets`` whose tops are at most ``level`` (None: keep nothing); the
+        dives then place the others above them."""
+        self.keep[:] = False
+        self.h0[:] = 0
+        if offsets is None or level <= 0:
+            return 0
+        off = np.asarray(offsets, dtype=np.int64)[self.rows]
+        self.keep[:] = off + self.sz <= level
+        self.offsets[self.keep] = off[self.keep]
+        k = np.flatnonzero(self.keep)
+        if len(k):
+            tops = off[k] + self.sz[k]
+            # the skyline over each column: the highest kept top alive there
+            for c0, c1, top in zip(self.cs[k], self.ce[k], tops):
+                np.maximum(self.h0[c0:c1], top, out=self.h0[c0:c1])
+        return len(k)
+
+    def plan(self):
+        """The last plan found, as offsets of every row of the problem (size-0 rows at 0; kept rows
+        where the floor had them)."""
+        out = np.zeros(len(self.problem), dtype=np.int64)
+        out[self.rows] = self.offsets
+        return out
+
+    def probe(self, cap, deadline, unit, noise=0.5, max_dives=None, deterministic=True):
+        """Dives at ``cap`` until a plan (returned, as full offsets), a proof (the deterministic first
+        dive, when ``deterministic``, ended without a plan: returns "infeasible"), the deadline or
+        ``max_dives`` (None); every other dive has random tie-breaks."""
+        i = 0
+        while time.perf_counter() < deadline and (max_dives is None or i < max_dives):
+            i += 1
+            first = i == 1 and deterministic
+            status = self.dive(cap, unit * luby(i), 0.0 if first else noise)
+            if status == 1:
+                return self.plan()
+            if status == 0 and first:
+                return "infeasible"
+        return None
+
+
+_warm: list = []
+
+
+def warm() -> None:
+    """Load the dive kernel (compile it, or read numba's cache) with a problem of one buffer; callers
+    do this before their clock starts."""
+    if not _warm:
+        from dsa.problem import Problem
+
+        Skyline(Problem([0], [1], [1])).dive(1, 10, 0.0)
+        _warm.append(True)
+
+
+def ready() -> bool:
+    """Whether the dive kernel runs without compiling: compiled in this process or in numba's cache
+    (:func:`dsa._kernels.compiled`). Compiling it costs about 3 s."""
+    from dsa._kernels import compiled
+    from dsa._kernels import skyline as K
+
+    return compiled(K.dive)
+
+
+def supported(problem) -> bool:
+    """Whether the skyline search applies: no fixed offsets."""
+    return not bool(np.any(problem.is_fixed))
+
+
+def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=None, unit=None):
+    """Lower the peak of a plan with restarted skyline dives until ``time_limit`` or the bound.
+
+    Rounds alternate between probes of the whole problem (just below the incumbent's peak, and now
+    and then at the lower bound itself) and re-packs of what lies above a random level of the
+    incumbent, below its peak; a plan lowers the incumbent. The search stops early when it has found
+    no lower plan for ``STALL_SHARE`` of ``time_limit`` (at least ``STALL_MIN_S`` seconds), so that
+    the caller's other searches get the rest. A capacity whose deterministic dive ends without a plan
+    is proven infeasible for plans of this canonical form only, so it is not reported as a bound.
+
+    Parameters
+    ----------
+    problem : Problem
+    offsets : array of int
+        A valid plan; the result is never worse.
+    time_limit : float
+    seed : int, optional
+    progress : callable, optional
+        ``progress(seconds, peak)`` at each lower peak.
+    unit : int, optional
+        Node limit of the shortest dive (default: twice the number of rows).
+
+    Returns
+    -------
+    (offsets, stats)
+        ``stats``: ``skyline_nodes``, ``skyline_probes``, ``improvements`` (``(seconds, peak)``),
+        ``skyline_stalled`` (True when it stopped early for want of progress).
+    """
+    warm()  # (not taken from the time limit)
+    t0 = time.perf_counter()
+    deadline = t0 + float(time_limit)
+    best = np.asarray(offsets, dtype=np.int64).copy()
+    peak = plan_peak(problem, best)
+    stats = {"skyline_nodes": 0, "skyline_probes": 0, "improvements": []}
+    if not supported(problem) or len(problem) == 0:
+        return best, stats
+    bound = lower_bound(problem)
+    sky = Skyline(problem, seed)
+    unit = int(unit or 2 * len(sky.rows) + 16)
+    rng = np.random.default_rng(check_seed(seed))
+    slice_s = SLICE_S
+    rounds = 0
+    seen = set()  # capacities whose deterministic dive (of the whole problem) was run
+    last = time.perf_counter()
+    stall = max(STALL_MIN_S, STALL_SHARE * float(time_limit))
+    while peak > bound and time.perf_counter() < deadline:
+        if time.perf_counter() - last > stall:
+            stats["skyline_stalled"] = True  # no lower plan for a while: leave the rest to others
+            break
+        # one probe of the whole problem every FULL_EVERY rounds (every LOAD_EVERY-th of those at the
+        # bound itself), the others re-pack what lies above a random level of the incumbent
+        full = rounds % FULL_EVERY == 0
+        if full:
+            cap = bound if (rounds // FULL_EVERY) % LOAD_EVERY == LOAD_EVERY - 1 else peak - 1
+            sky.set_floor(None)
+            end = min(deadline, time.perf_counter() + slice_s)
+        else:
+            cap = peak - 1
+            level = int(peak * rng.uniform(FLOOR_LO, FLOOR_HI))
+            sky.set_floor(best, level)
+            end = min(deadline, time.perf_counter() + FLOOR_SLICE_S)
+        rounds += 1
+        out = sky.probe(cap, end, unit, NOISE, deterministic=not full or cap not in seen)
+        if full:
+            seen.add(cap)
+        stats["skyline_probes"] += 1
+        if isinstance(out, np.ndarray):
+            new = plan_peak(problem, out)
+            if new < peak:
+                best, peak = out, new
+                last = time.perf_counter()
+                stats["improvements"].append((time.perf_counter() - t0, peak))
+                if progress is not None:
+                    progress(time.perf_counter() - t0, peak)
+        elif full and cap == peak - 1:
+            slice_s = min(SLICE_MAX, slice_s * 2)  # harder from here on: longer probes
+    stats["skyline_nodes"] = sky.nodes
+    return best, stats

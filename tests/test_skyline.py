@@ -1,0 +1,124 @@
+"""The skyline search (dsa.strategies._skyline): valid plans, never worse, improves a bad plan, finds
+perfect tilings, and best / improve_plan use it (no timed assertions)."""
+import numpy as np
+import pytest
+
+import dsa
+from dsa.budget import Budget
+from dsa.generate import rectangle_cut
+from dsa.solution import plan_peak
+from dsa.strategies import _skyline as sky
+from dsa.strategies import best as best_module
+
+
+def _stacked(problem):
+    """A deliberately bad plan: every buffer on top of the previous one (peak = sum of sizes)."""
+    return np.concatenate([[0], np.cumsum(problem.sizes)[:-1]]).astype(np.int64)
+
+
+def test_luby_sequence():
+    assert [sky.luby(i) for i in range(1, 16)] == [1, 1, 2, 1, 1, 2, 4, 1, 1, 2, 1, 1, 2, 4, 8]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("pinwheel", [0.0, 0.4])
+def test_improves_a_bad_plan_and_is_always_valid(seed, pinwheel):
+    p = rectangle_cut(120, seed=seed, pinwheel=pinwheel)
+    bad = _stacked(p)
+    dsa.validate(p, bad)
+    seen = []
+    out, stats = sky.skyline_search(p, bad, time_limit=0.5, seed=seed,
+                                    progress=lambda s, pk: seen.append(pk))
+    dsa.validate(p, out)
+    assert plan_peak(p, out) < plan_peak(p, bad)
+    assert seen == sorted(seen, reverse=True) and seen[-1] == plan_peak(p, out)
+    assert stats["skyline_probes"] > 0 and stats["skyline_nodes"] > 0
+
+
+def test_every_plan_a_dive_finds_is_valid_and_within_the_capacity():
+    p = rectangle_cut(80, seed=5, pinwheel=0.4)
+    s = sky.Skyline(p, seed=3)
+    load = dsa.load(p)
+    found = 0
+    for cap in (load, load + load // 20, load + load // 5, 2 * load):
+        for noise in (0.0, 0.5, 2.0):
+            status = s.dive(cap, 20_000, noise)
+            assert status in (-1, 0, 1)
+            if status == 1:
+                plan = s.plan()
+                dsa.validate(p, plan)
+                assert plan_peak(p, plan) <= cap
+                found += 1
+    assert found > 0
+
+
+def test_a_dive_above_a_floor_keeps_the_floor():
+    p = rectangle_cut(150, seed=2, pinwheel=0.2)
+    plan = dsa.solve(p, "best", improve=False).offsets
+    peak = plan_peak(p, plan)
+    s = sky.Skyline(p, seed=1)
+    kept = s.set_floor(plan, peak // 2)
+    assert kept > 0
+    keep_rows = np.flatnonzero(plan + p.sizes <= peak // 2)
+    for i in range(1, 200):
+        if s.dive(peak, 10_000 * sky.luby(i), 0.5) == 1:
+            out = s.plan()
+            dsa.validate(p, out)
+            assert np.array_equal(out[keep_rows], plan[keep_rows])
+            break
+    else:
+        pytest.fail("no plan within the incumbent's peak above the floor")
+
+
+def test_finds_small_perfect_tilings_at_the_bound():
+    # the capacity equals the bytes alive at every instant: any wasted byte ends a branch
+    for seed in range(3):
+        p = rectangle_cut(40, seed=seed, pinwheel=0.4)
+        s = sky.Skyline(p, seed=seed)
+        out = s.probe(dsa.load(p), float("inf"), 200, max_dives=500)
+        assert isinstance(out, np.ndarray)
+        dsa.validate(p, out)
+        assert plan_peak(p, out) == dsa.load(p)
+
+
+def test_infeasible_capacity_is_reported_by_the_deterministic_dive():
+    p = dsa.Problem([0, 0], [2, 2], [4, 4])
+    s = sky.Skyline(p)
+    assert s.probe(7, float("inf"), 100) == "infeasible"
+    out = s.probe(8, float("inf"), 100)
+    dsa.validate(p, out)
+
+
+def test_zero_size_rows_alignment_and_fixed_rows():
+    p = dsa.Problem([0, 0, 1, 2], [3, 2, 4, 3], [0, 96, 64, 32], alignments=[1, 32, 64, 1])
+    start = dsa.solve(p, "bump").offsets
+    out, _ = sky.skyline_search(p, start, time_limit=0.2)
+    dsa.validate(p, out)
+    assert plan_peak(p, out) <= plan_peak(p, start)
+    fixed = dsa.Problem([0, 0], [2, 2], [4, 4], fixed_offsets=[4, -1])
+    assert not sky.supported(fixed)
+    start = np.array([4, 0])
+    out, stats = sky.skyline_search(fixed, start, time_limit=0.1)
+    assert np.array_equal(out, start) and stats["skyline_probes"] == 0
+
+
+def test_improve_plan_runs_the_skyline_search_first_under_a_deadline():
+    p = rectangle_cut(300, seed=7, pinwheel=0.4)
+    bad = _stacked(p)
+    out, stats = best_module.improve_plan(p, bad, dsa.load(p), Budget(0.5), 0)
+    dsa.validate(p, out)
+    assert plan_peak(p, out) < plan_peak(p, bad)
+    assert stats["skyline_probes"] > 0
+    imp = stats["improvements"]
+    assert all(b[1] < a[1] for a, b in zip(imp, imp[1:]))
+
+
+def test_best_reports_the_skyline_search_and_stays_valid():
+    # (the canonical search gets its first CANONICAL_MIN_S seconds, the skyline search comes after)
+    p = rectangle_cut(400, seed=11, pinwheel=0.4, aspect=3.0, lifetimes="short")
+    sol = dsa.solve(p, "best", time_limit=best_module.CANONICAL_MIN_S + 1.0)
+    dsa.validate(p, sol)
+    assert sol.peak <= sol.stats["portfolio_peak"]
+    if sol.peak > dsa.load(p):
+        assert sol.status is dsa.Status.LIMIT_REACHED
+        assert sol.stats["skyline_probes"] > 0
