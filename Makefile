@@ -42,10 +42,11 @@ bench-executorch: $(PY)
 	$(PY) benchmarks/executorch_arenas.py --out docs/results/executorch
 
 # opt-in: best on the 11 MiniMalloc instances at time_limit=2 from an empty numba cache (compile time per
-# call) and after `dsa warmup`, side by side with a worktree of HEAD (about 2 minutes)
+# call) and after `dsa warmup`, side by side with a worktree of HEAD, cold runs 3 times, the trees taking
+# turns (about 5 minutes); --baseline-src DIR compares with another tree (issue 20: a worktree of f44a1d3)
 bench-cold-start: $(PY)
 	$(PIP) -e .
-	$(PY) benchmarks/cold_start.py --baseline-src HEAD --json out/cold_start.json
+	$(PY) benchmarks/cold_start.py --baseline-src HEAD --repeat 3 --json out/cold_start.json
 
 # opt-in: memory pools on the DNN traces, SRAM at 1/4 and 1/2 of LOAD: fastest first against best (2 s)
 # and exact (10 s), every plan validated per pool (about 3 minutes). Writes docs/results/pools.{json,md}

@@ -42,10 +42,14 @@ def solve(problem, strategy="greedy_by_size", *, capacity=None, time_limit=None,
     time_limit : float, optional
         Seconds (a positive number; not a bool); passed to strategies that take it, ignored by the
         fast heuristics. Time spent importing numba and compiling or loading kernels during the call
-        (``stats["jit_s"]``) is not counted: the deadline moves by it, so that the plan does not
-        depend on the state of numba's cache, and a first call in a process with an empty cache can
-        take its time limit plus that compile time (seconds). Run :func:`dsa.warmup` (``python -m
-        dsa warmup``) once beforehand to fill the cache.
+        (``stats["jit_s"]``) is not counted: the deadline moves by it, and a first call in a process
+        with an empty cache can take its time limit plus that compile time (seconds). ``jit_s`` also
+        holds the time that kernels not compiled yet spent running as Python on small calls instead
+        (``dsa._kernels.python_path``: the same results, without compiling). With an empty
+        cache, ``best`` skips its skyline search in calls of less than 5 s (its kernel takes about
+        3 s to compile; ``stats["skyline"]`` says so). Run :func:`dsa.warmup` (``python -m dsa
+        warmup``) once beforehand to fill the cache: calls then keep their limits within a few
+        hundredths of a second.
     seed : int, optional
         A non-negative integer, passed to randomised strategies; the same seed gives the same plan.
     validate : bool, default True
