@@ -59,13 +59,13 @@ from dsa.solution import plan_peak
 from dsa.strategies._orders import order_rows
 from dsa.sweep import sections
 
-__all__ = ["fastest_first", "search", "exact", "lagrangian_bound", "conflict_filter", "decide_rows", "spec_of", "ORDERS"]
+__all__ = ["fastest_first", "search", "exact", "lagrangian_bound", "conflict_filter", "decide_rows", "spec_of", "more_search", "ORDERS"]
 
 SEARCH_TIME_LIMIT = 1.0     # best's default, as for one slab
 EXACT_TIME_LIMIT = 10.0     # exact's default over pools (a search over assignments never ends by itself)
 PACK_ORDERS = (("size", "best"), ("area", "best"), ("conflict", "best"), ("duration", "best"), ("size", "first"))
 EJECT_MOST = 8              # rows one exchange may move out of a pool
-LP_MOST_NONZEROS = 2_000_000
+LP_MOST_NONZEROS = 500_000
 MAX_DEPTH = 900             # rows with a choice the branch and bound takes on (Python recursion)
 DECISION_NODES = 200_000    # search nodes of one "do these rows pack?" decision of exact
 SMALL_SEARCH = 20           # rows with a choice up to which exact's incumbent comes without restarts
@@ -486,11 +486,12 @@ def search(problem, *, context=None, time_limit: float | None = None, seed=None,
 
 
 # ---------------------------------------------------------------------------------------- bounds
-def lagrangian_bound(problem, spec: PoolSpec) -> float:
+def lagrangian_bound(problem, spec: PoolSpec, time_limit: float | None = None) -> float:
     """A proven lower bound on the cost: the Lagrangian bound at the dual prices of the LP relaxation.
 
     Returns :meth:`PoolSpec.trivial_bound` when scipy is not installed, when every pool is unbounded,
-    or when the relaxation would have more than ``LP_MOST_NONZEROS`` nonzeros. See the module
+    when the relaxation would have more than ``LP_MOST_NONZEROS`` nonzeros, or when the LP solver
+    does not finish within ``time_limit`` seconds. See the module
     docstring for the relaxation and why its value is a proof whatever the LP solver's tolerances.
     """
     trivial = spec.trivial_bound()
@@ -540,7 +541,9 @@ def lagrangian_bound(problem, spec: PoolSpec) -> float:
     a_ub = coo_matrix((vals_c, (rows_c, cols_c)), shape=(len(caps), m)).tocsr()
     a_eq = coo_matrix(([1.0] * m, ([i for i, _ in pairs], list(range(m)))), shape=(n, m)).tocsr()
     c = np.array([spec.pools[p].cost * float(spec.weights[i]) for i, p in pairs])
-    res = linprog(c, A_ub=a_ub, b_ub=np.array(caps), A_eq=a_eq, b_eq=np.ones(n), bounds=(0, 1), method="highs")
+    options = {} if time_limit is None else {"time_limit": max(float(time_limit), 0.01)}
+    res = linprog(c, A_ub=a_ub, b_ub=np.array(caps), A_eq=a_eq, b_eq=np.ones(n), bounds=(0, 1), method="highs",
+                  options=options)
     if res.status != 0 or getattr(res, "ineqlin", None) is None:
         return trivial
     y = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0)
@@ -769,6 +772,20 @@ def conflict_filter(problem, spec: PoolSpec, budget: Budget, seed=None):
     return tuple(core)
 
 
+def more_search(problem, context, budget, seed, bound, pool, offsets, cost):
+    """best's search over pools for the time left in ``budget`` (until ``bound``); the better of its plan
+    and the given one ``(pool, offsets, cost)``."""
+    left = budget.remaining()
+    if left <= 0 or (cost is not None and float(cost) <= bound):
+        return pool, offsets, cost
+    more = search(problem, context=context, time_limit=left, seed=None if seed is None else seed + 1, target=bound)
+    if more.pool is not None:
+        more_cost = spec_of(context).exact_cost(more.pool)
+        if cost is None or more_cost < cost:
+            return more.pool, more.offsets, more_cost
+    return pool, offsets, cost
+
+
 def exact(problem, *, context=None, time_limit: float | None = None, node_limit: int | None = None, seed=None):
     """``exact`` over pools: the branch and bound of :class:`_AssignmentSearch` (see the module)."""
     spec = spec_of(context)
@@ -776,7 +793,7 @@ def exact(problem, *, context=None, time_limit: float | None = None, node_limit:
     limit = EXACT_TIME_LIMIT if time_limit is None else time_limit
     budget = Budget(limit, node_limit)
     stats = {}
-    bound = max(spec.trivial_bound(), lagrangian_bound(problem, spec))
+    bound = max(spec.trivial_bound(), lagrangian_bound(problem, spec, time_limit=budget.remaining() / 4))
     stats["lagrangian_bound"] = bound
     # the incumbent: the search of best, with at most a fifth of the time (and a second), until the bound;
     # without its restarts when few rows have a choice (the branch and bound is quick there)
@@ -796,6 +813,10 @@ def exact(problem, *, context=None, time_limit: float | None = None, node_limit:
         if pool is not None:
             inc_pool, inc_offsets, inc_cost = pool, offsets, cost
         stats.update(nodes=searcher.nodes, decisions=searcher.decisions)
+    else:  # too many rows with a choice for the branch and bound: best's search spends the time left
+        stats["branch_and_bound"] = f"not run: {len(free)} rows with a choice, more than {MAX_DEPTH}"
+        inc_pool, inc_offsets, inc_cost = more_search(problem, context, budget, seed, bound, inc_pool,
+                                                       inc_offsets, inc_cost)
     stats["search_s"] = time.perf_counter() - t0
     conflict = None
     if complete and inc_pool is None:

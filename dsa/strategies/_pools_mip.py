@@ -63,7 +63,7 @@ def solve_pools(problem, *, context=None, time_limit: float | None = DEFAULT_TIM
     t0 = time.perf_counter()
     limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
     budget = Budget(limit, None)
-    bound = max(spec.trivial_bound(), _pools.lagrangian_bound(problem, spec))
+    bound = max(spec.trivial_bound(), _pools.lagrangian_bound(problem, spec, time_limit=budget.remaining() / 4))
     stats = {"lagrangian_bound": bound}
     # the heuristic: best over pools with a fifth of the time (at most a second), until the bound
     head = _pools.search(problem, context=context, time_limit=max(min(limit / 5, 1.0), 1e-3), seed=seed,
@@ -108,6 +108,10 @@ def solve_pools(problem, *, context=None, time_limit: float | None = DEFAULT_TIM
     if not trusted or len(pairs) > MAX_PAIRS:
         stats["solver_status"] = ("not run: " + (f"model numbers up to {max(cap_u)} units, above {TRUSTED_UNITS}"
                                   if not trusted else f"more than {MAX_PAIRS} pairs"))
+        inc_pool, inc_offsets, inc_cost = _pools.more_search(problem, context, budget, seed, bound, inc_pool,
+                                                             inc_offsets, inc_cost)
+        if inc_cost is not None and float(inc_cost) <= bound:
+            return finish(inc_pool, inc_offsets, float(inc_cost))
         return finish(inc_pool, inc_offsets, bound, limit_reached=True,
                       message=f"the MIP was not solved ({stats['solver_status'][9:]}); the plan is best's over "
                               "pools and the bound the Lagrangian one")
