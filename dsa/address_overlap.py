@@ -38,6 +38,8 @@ def find_overlap(starts, ends, sizes, offsets, *, engine: str = "auto"):
     Fenwick tree over offsets (numba, compiled on first use). With ``engine="auto"``, plans of fewer
     than ``SMALL_M`` non-empty rows are swept in plain Python instead (:func:`_sweep_overlap`, O(n log n
     + n k) for ``k`` rows alive at once; see :func:`dsa._kernels.use_numpy` for the override).
+    So are plans of up to ``dsa._kernels.PURE_MAX_ROWS`` rows while the kernel is neither compiled nor
+    in numba's cache (a cold start: the sweep takes milliseconds there, the compile about a second).
     ``engine="numpy"`` sweeps whatever the size unless rows x k exceeds ``SWEEP_WORK`` (a process
     that must not load numba asks for it); ``engine="kernel"`` always takes the kernel. Both paths
     find an overlap in the same plans.
@@ -62,6 +64,13 @@ def find_overlap(starts, ends, sizes, offsets, *, engine: str = "auto"):
             return None if pair is None else (int(rows[pair[0]]), int(rows[pair[1]]))
     from dsa._kernels.overlap_check import first_overlap
 
+    if engine == "auto" and not forced and len(rows) <= _kernels.PURE_MAX_ROWS and not _kernels.compiled(first_overlap):
+        # the kernel is neither compiled nor in numba's cache (a cold start): the sweep (milliseconds
+        # at this size) spares the compile (about a second); same verdict
+        order, alive = _events(starts, ends)
+        if len(rows) * alive <= SWEEP_WORK:
+            pair = _sweep_overlap(starts, offsets, tops, order)
+            return None if pair is None else (int(rows[pair[0]]), int(rows[pair[1]]))
     i, j = first_overlap(starts, ends, offsets, tops, np.argsort(starts), np.argsort(ends),
                          np.argsort(offsets))
     if i < 0:

@@ -96,16 +96,18 @@ def test_compiled_loads_a_cached_kernel_and_compiles_nothing():
 
 def test_a_cold_process_plans_small_problems_without_compiling_the_python_path_kernels(tmp_path):
     """With an empty numba cache, gergov, buchsbaum and mincost_flow on a small problem run their
-    skyline, boxing, colouring and object kernels as Python, with the plans of a warm process."""
+    skyline, boxing, colouring and object kernels as Python, with the plans of a warm process; the
+    validator checks the plans by its Python sweep, without compiling its kernel."""
     code = """
 import json, sys, dsa
 from dsa.generate import random_trace
 p = random_trace(80, seed=3, kind="dnn", alignment=16)
 plans = {n: dsa.solve(p, n, seed=0).offsets.tolist() for n in ("gergov", "buchsbaum", "mincost_flow")}
 import dsa._kernels as k
-from dsa._kernels import gergov, buchsbaum, mincost_flow
+from dsa._kernels import gergov, buchsbaum, mincost_flow, overlap_check
 compiled = {f.py_func.__name__: len(f.signatures) for f in (gergov.skyline, gergov.colour, buchsbaum.box_class,
-            buchsbaum.unbox, mincost_flow.objects_from_pred, mincost_flow.place_objects)}
+            buchsbaum.unbox, mincost_flow.objects_from_pred, mincost_flow.place_objects,
+            overlap_check.first_overlap)}  # (the validator sweeps in Python while its kernel is cold)
 print(json.dumps({"plans": plans, "compiled": compiled, "python_s": k.python_seconds()}))
 """
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONWARNINGS="ignore")

@@ -296,3 +296,31 @@ def test_the_engine_of_a_check_follows_the_size_alone(monkeypatch):
     assert set(find(starts, ends, sizes, np.array([0, 4, 0]))) == {0, 1} and calls == [1] * 4
     with pytest.raises(ValueError, match="unknown engine 'gpu'"):
         find(starts, ends, sizes, np.array([0, 4, 0]), engine="gpu")
+
+
+def test_a_cold_overlap_kernel_is_spared_with_the_same_verdict(monkeypatch):
+    """While the overlap kernel is not compiled (a cold start), plans of up to PURE_MAX_ROWS rows are
+    checked by the Python sweep: the same verdict as the kernel, on valid and broken plans."""
+    import numpy as np
+
+    from dsa import _kernels
+    from dsa.address_overlap import find_overlap
+    from dsa.generate import random_trace
+
+    monkeypatch.setattr(_kernels, "FORCE", None)
+    for seed in range(3):
+        p = random_trace(300, seed=seed)
+        good = dsa.solve(p, "greedy_by_size").offsets
+        bad = good.copy()
+        hit = find_overlap(p.starts, p.ends, p.sizes, np.zeros(len(p), dtype=np.int64), engine="kernel")
+        bad[hit[0]] = bad[hit[1]]  # two rows that meet in time, at one offset
+        for offsets in (good, bad):
+            monkeypatch.setattr(_kernels, "compiled", lambda kern: False)
+            cold = find_overlap(p.starts, p.ends, p.sizes, offsets)
+            monkeypatch.setattr(_kernels, "compiled", lambda kern: True)
+            warm = find_overlap(p.starts, p.ends, p.sizes, offsets)
+            assert (cold is None) == (warm is None)
+            if cold is not None:
+                i, j = cold
+                assert p.starts[i] < p.ends[j] and p.starts[j] < p.ends[i]
+                assert offsets[i] < offsets[j] + p.sizes[j] and offsets[j] < offsets[i] + p.sizes[i]

@@ -42,7 +42,7 @@ def _fen_kth(tree, k, top_bit):
     return pos
 
 
-@njit(cache=True)
+@kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r")
 def first_overlap(starts, ends, offsets, tops, by_start, by_end, by_offset):
     """Return ``(i, j)``: the first pair of rows found overlapping in time and address, or ``(-1, -1)``.
 
