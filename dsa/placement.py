@@ -20,7 +20,7 @@ import numpy as np
 
 from dsa._kernels import ENGINES, use_numpy
 
-__all__ = ["greedy_offsets", "FITS"]
+__all__ = ["greedy_offsets", "gap_offset", "FITS"]
 
 FITS = ("best", "first")
 
@@ -88,23 +88,26 @@ def _place_small(problem, order, offsets, best_fit: bool) -> np.ndarray:
             offsets[r] = 0
             continue
         near = (offsets >= 0) & solid & (starts < ends[r]) & (ends > starts[r])
-        lo = offsets[near]
-        if len(lo) == 0:
-            offsets[r] = 0
-            continue
-        by_lo = np.argsort(lo, kind="stable")
-        lo = lo[by_lo]
-        hi = lo + sizes[near][by_lo]
-        a = int(aligns[r])
-        # the gap before neighbour t starts at the highest top among neighbours below it (or 0)
-        below = np.maximum.accumulate(np.r_[0, hi])
-        cand = -(-below[:-1] // a) * a
-        room = lo - cand
-        fits = np.flatnonzero(room >= size)
-        if len(fits) == 0:
-            offsets[r] = -(-int(below[-1]) // a) * a
-        elif best_fit:
-            offsets[r] = cand[fits[np.argmin(room[fits])]]  # argmin: ties to the lowest offset
-        else:
-            offsets[r] = cand[fits[0]]
+        offsets[r] = gap_offset(offsets[near], offsets[near] + sizes[near], size, int(aligns[r]), best_fit)
     return offsets
+
+
+def gap_offset(lo, hi, size: int, align: int, best_fit: bool = True) -> int:
+    """The offset of a buffer of ``size`` bytes placed among neighbours occupying ``[lo, hi)`` (any order):
+    the smallest gap that fits (``best_fit``; ties to the lowest) or the lowest one, at a multiple of
+    ``align``; on top of the highest neighbour when no gap fits; 0 without neighbours. The rule of
+    :func:`greedy_offsets`, in numpy: O(k log k) for ``k`` neighbours."""
+    if len(lo) == 0:
+        return 0
+    by_lo = np.argsort(lo, kind="stable")
+    lo, hi = lo[by_lo], hi[by_lo]
+    # the gap before neighbour t starts at the highest top among neighbours below it (or 0)
+    below = np.maximum.accumulate(np.r_[0, hi])
+    cand = -(-below[:-1] // align) * align
+    room = lo - cand
+    fits = np.flatnonzero(room >= size)
+    if len(fits) == 0:
+        return int(-(-int(below[-1]) // align) * align)
+    if best_fit:
+        return int(cand[fits[np.argmin(room[fits])]])  # argmin: ties to the lowest offset
+    return int(cand[fits[0]])

@@ -22,20 +22,16 @@ import math
 import numbers
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 
 import numpy as np
 
 from dsa.problem import as_int_column
-from dsa.solution import Solution, Status, as_conflict, as_offsets, plan_peak
+from dsa.solution import Solution, Status, as_conflict, as_offsets, describe_row, plan_peak, rows_text
 
 __all__ = ["Pool", "PoolSpec", "check_pools", "finalize_pools", "pool_peaks"]
 
 _MAX_VALUE = 2**62
-
-
-def _row(problem, i: int) -> str:
-    ids = problem.ids
-    return f"row {i}" if isinstance(ids, range) else f"row {i} (id {ids[i]!r})"
 
 
 @dataclass(frozen=True)
@@ -128,7 +124,13 @@ class PoolSpec:
                              dtype=np.int64)
         self.allowed.flags.writeable = False
         self.weights.flags.writeable = False
-        self._costs = [Fraction(pool.cost) for pool in self.pools]
+        #: the pool costs as exact rationals (costs are compared exactly)
+        self.exact_costs = [Fraction(pool.cost) for pool in self.pools]
+
+    @cached_property
+    def exact_weights(self) -> list:
+        """The row weights as exact rationals (computed on first use: the searches need them)."""
+        return [Fraction(w) for w in self.weights.tolist()]
 
     def __repr__(self) -> str:
         return f"PoolSpec(pools={list(self.pools)}, n={len(self.weights)})"
@@ -168,7 +170,7 @@ class PoolSpec:
 
     def exact_cost(self, pool) -> Fraction:
         """The cost of an assignment as an exact rational number (see :meth:`cost`)."""
-        return sum((c * Fraction(w) for c, w in zip(self._costs, self.pool_weights(pool))), Fraction(0))
+        return sum((c * Fraction(w) for c, w in zip(self.exact_costs, self.pool_weights(pool))), Fraction(0))
 
     def cheapest(self) -> np.ndarray:
         """Every row in its cheapest allowed pool: the assignment whose cost is :meth:`trivial_bound`."""
@@ -186,7 +188,7 @@ class PoolSpec:
         if self.weights.dtype.kind != "i" or not math.isfinite(bound):
             return bound
         denominator = 1
-        for cost in self._costs:
+        for cost in self.exact_costs:
             denominator = denominator * cost.denominator // math.gcd(denominator, cost.denominator)
         if denominator > 2**20:
             return bound
@@ -280,20 +282,20 @@ def check_pools(problem, pools, allowed=None, weights=None) -> PoolSpec:
             try:
                 entry = list(entry)
             except TypeError:
-                raise ValueError(f"{_row(problem, i)}: allowed pools must be a pool name, a list of pool names "
+                raise ValueError(f"{describe_row(problem, i)}: allowed pools must be a pool name, a list of pool names "
                                  f"or None, got {entry!r}") from None
             if entry and all(isinstance(v, (bool, np.bool_)) for v in entry):
                 if len(entry) != k:
-                    raise ValueError(f"{_row(problem, i)}: {len(entry)} allowed flags for {k} pools")
+                    raise ValueError(f"{describe_row(problem, i)}: {len(entry)} allowed flags for {k} pools")
                 mask[i] = entry
                 continue
             for name in entry:
                 if name not in index:
-                    raise ValueError(f"{_row(problem, i)}: unknown pool {name!r}; pools: {', '.join(names)}")
+                    raise ValueError(f"{describe_row(problem, i)}: unknown pool {name!r}; pools: {', '.join(names)}")
                 mask[i, index[name]] = True
     none = np.flatnonzero(~mask.any(axis=1))
     if len(none):
-        raise ValueError(f"{_row(problem, int(none[0]))} is allowed in no pool: every row needs at least one")
+        raise ValueError(f"{describe_row(problem, int(none[0]))} is allowed in no pool: every row needs at least one")
 
     caps = np.array([_MAX_VALUE if pool.capacity is None else pool.capacity for pool in pools], dtype=np.int64)
     room = np.where(mask, caps[None, :], -1).max(axis=1) if n else np.zeros(0, dtype=np.int64)
@@ -301,18 +303,18 @@ def check_pools(problem, pools, allowed=None, weights=None) -> PoolSpec:
     if len(big):
         i = int(big[0])
         usable = [names[p] for p in np.flatnonzero(mask[i])]
-        raise ValueError(f"{_row(problem, i)} (size {problem.sizes[i]}) is larger than every pool it may use "
+        raise ValueError(f"{describe_row(problem, i)} (size {problem.sizes[i]}) is larger than every pool it may use "
                          f"({', '.join(f'{name}: {pools[index[name]].capacity}' for name in usable)})")
     fixed = np.flatnonzero(problem.is_fixed)
     for i in fixed.tolist():
         usable = np.flatnonzero(mask[i])
         if len(usable) != 1:
-            raise ValueError(f"{_row(problem, i)} has a fixed offset but may use {len(usable)} pools: a fixed "
+            raise ValueError(f"{describe_row(problem, i)} has a fixed offset but may use {len(usable)} pools: a fixed "
                              "row must be allowed in exactly one pool, the one its offset is in")
         cap = pools[int(usable[0])].capacity
         end = int(problem.fixed_offsets[i] + problem.sizes[i])
         if cap is not None and end > cap:
-            raise ValueError(f"{_row(problem, i)}: its fixed offset ends at {end}, beyond the capacity {cap} of "
+            raise ValueError(f"{describe_row(problem, i)}: its fixed offset ends at {end}, beyond the capacity {cap} of "
                              f"pool {pools[int(usable[0])].name!r}")
 
     if weights is None:
@@ -333,7 +335,7 @@ def check_pools(problem, pools, allowed=None, weights=None) -> PoolSpec:
         bad = np.flatnonzero(~np.isfinite(w) | (w < 0)) if w.dtype.kind == "f" else np.flatnonzero(w < 0)
         if len(bad):
             i = int(bad[0])
-            raise ValueError(f"{_row(problem, i)}: weight {raw[i]!r} must be a finite number >= 0")
+            raise ValueError(f"{describe_row(problem, i)}: weight {raw[i]!r} must be a finite number >= 0")
         if w.dtype.kind == "f" and np.all(w == np.floor(w)) and np.all(w < 2.0**53):
             w = w.astype(np.int64)
     return PoolSpec(pools, mask, w)
@@ -362,6 +364,17 @@ def as_assignment(spec: PoolSpec, raw, n: int) -> tuple[np.ndarray | None, str]:
     return arr, ""
 
 
+def _as_plan(problem, spec: PoolSpec, pool, offsets):
+    """A strategy's assignment and offsets as int64 arrays: ``(pool, offsets, "")``; ``(None, None,
+    reason)`` when they are no plan; ``(None, None, "")`` when the strategy gave none."""
+    if pool is None or offsets is None:
+        return None, None, ""
+    pool, reason = as_assignment(spec, pool, len(problem))
+    if not reason:
+        offsets, reason = as_offsets(problem, offsets)
+    return (None, None, reason) if reason else (pool, offsets, "")
+
+
 def make_pool_solution(problem, spec: PoolSpec, pool, offsets, *, strategy: str, cost_bound=0.0,
                        limit_reached: bool = False, error: str | None = None, message: str = "",
                        stats: dict | None = None, conflict=None, status: Status = Status.FEASIBLE) -> Solution:
@@ -375,15 +388,9 @@ def make_pool_solution(problem, spec: PoolSpec, pool, offsets, *, strategy: str,
         status, message = Status.ERROR, error
     elif limit_reached:
         status = Status.LIMIT_REACHED
-    if pool is None or offsets is None:
-        pool = offsets = None
-    else:
-        pool, reason = as_assignment(spec, pool, len(problem))
-        if not reason:
-            offsets, reason = as_offsets(problem, offsets)
-        if reason:
-            pool = offsets = None
-            status, message = Status.ERROR, reason
+    pool, offsets, reason = _as_plan(problem, spec, pool, offsets)
+    if reason:
+        status, message = Status.ERROR, reason
     return Solution(offsets=offsets, peak=None, lower_bound=0, status=status, success=False, message=message,
                     strategy=strategy, stats=dict(stats or {}), conflict=as_conflict(problem, conflict),
                     pool=pool, cost_bound=float(cost_bound))
@@ -404,15 +411,9 @@ def finalize_pools(problem, spec: PoolSpec, solution: Solution, *, error: str | 
     stats = {**solution.stats, **(extra_stats or {})}
     claimed = solution.cost_bound if solution.cost_bound is not None else 0.0
     bound = max(float(claimed), spec.trivial_bound())
-    if pool is None or offsets is None:
-        pool = offsets = None
-    else:
-        pool, reason = as_assignment(spec, pool, len(problem))
-        if not reason:
-            offsets, reason = as_offsets(problem, offsets)
-        if reason:
-            pool = offsets = None
-            error = error or reason
+    pool, offsets, reason = _as_plan(problem, spec, pool, offsets)
+    if reason:
+        error = error or reason
     cost = peaks = None
     if pool is not None:
         cost = spec.cost(pool)
@@ -453,8 +454,7 @@ def finalize_pools(problem, spec: PoolSpec, solution: Solution, *, error: str | 
     conflict = as_conflict(problem, solution.conflict) if status == Status.INFEASIBLE else None
     if conflict is not None and "(conflict: rows" not in message:
         message += (f"; {len(conflict)} rows cannot all fit in their allowed pools together, and can once "
-                    f"any one of them is removed (conflict: rows {', '.join(map(str, conflict[:12]))}"
-                    + (f", ... ({len(conflict)} in all))" if len(conflict) > 12 else ")"))
+                    f"any one of them is removed (conflict: rows {rows_text(conflict)})")
     return Solution(offsets=offsets, peak=max(peaks) if peaks else None,
                     lower_bound=0, status=status, success=success, message=message,
                     strategy=solution.strategy, stats=stats, conflict=conflict, pool=pool,

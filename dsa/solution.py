@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Solution", "Status"]
+__all__ = ["Solution", "Status", "describe_row", "rows_text"]
 
 _INT64_MAX = int(np.iinfo(np.int64).max)
 
@@ -199,7 +199,8 @@ def as_conflict(problem, rows) -> tuple[int, ...] | None:
     return tuple(values)
 
 
-def _row(problem, i: int) -> str:
+def describe_row(problem, i: int) -> str:
+    """``"row i"``, with the row's id when the problem has labels: how messages name a row."""
     ids = problem.ids
     return f"row {i}" if isinstance(ids, range) else f"row {i} (id {ids[i]!r})"
 
@@ -251,8 +252,8 @@ def as_offsets(problem, raw) -> tuple[np.ndarray | None, str]:
 
 def _range_reason(problem, i: int, offset: int) -> str:
     if offset < 0:
-        return f"the strategy returned a negative offset: {_row(problem, i)}: offset {offset} is negative"
-    return (f"the strategy returned an offset beyond int64: {_row(problem, i)}: offset {offset} plus size "
+        return f"the strategy returned a negative offset: {describe_row(problem, i)}: offset {offset} is negative"
+    return (f"the strategy returned an offset beyond int64: {describe_row(problem, i)}: offset {offset} plus size "
             f"{problem.sizes[i]} does not fit in a 64-bit integer")
 
 
@@ -386,7 +387,7 @@ def finalize(problem, solution: Solution, lower_bound: int, *, error: str | None
     conflict = as_conflict(problem, solution.conflict) if status == Status.INFEASIBLE else None
     if conflict is not None and "(conflict: rows" not in message:  # (not twice, if finalized again)
         message += (f"; {len(conflict)} rows cannot fit together, and can once any one of them is "
-                    f"removed (conflict: rows {_rows_text(conflict)})")
+                    f"removed (conflict: rows {rows_text(conflict)})")
     elif status == Status.INFEASIBLE and stats.get("conflict_cut") and "could not be minimised" not in message:
         message += ("; the conflict set could not be minimised in time (the time or node limit ran out, "
                     "or a busy period is too large to search): stats['infeasible_core'] holds rows proven "
@@ -396,6 +397,7 @@ def finalize(problem, solution: Solution, lower_bound: int, *, error: str | None
                     conflict=conflict)
 
 
-def _rows_text(rows, most: int = 12) -> str:
+def rows_text(rows, most: int = 12) -> str:
+    """Row indices as ``"1, 4, 9"`` for a message, the first ``most`` of them and how many in all."""
     text = ", ".join(str(i) for i in rows[:most])
     return text + (f", ... ({len(rows)} in all)" if len(rows) > most else "")

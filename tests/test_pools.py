@@ -391,3 +391,24 @@ def test_solve_many_plans_pools(n_jobs):
         dsa.validate(problem, sol, pools=pools)
     one = dsa.solve_many(problems, "greedy_by_size", n_jobs=n_jobs, pools=[dsa.Pool("only", None)])
     assert all(s.success and s.pool_names == ("only",) for s in one)
+
+
+def test_gap_offset_is_the_placement_rule():
+    from dsa.placement import gap_offset
+
+    lo, hi = np.array([10, 0, 30]), np.array([20, 4, 34])  # gaps [4, 10) and [20, 30), then top 34
+    assert gap_offset(lo[:0], hi[:0], 5, 1) == 0
+    assert gap_offset(lo, hi, 5, 1) == 4                    # smallest gap that fits: [4, 10)
+    assert gap_offset(lo, hi, 5, 1, best_fit=False) == 4    # lowest gap that fits
+    assert gap_offset(lo, hi, 7, 1) == 20                   # only [20, 30) fits
+    assert gap_offset(lo, hi, 5, 8) == 24                   # aligned: 8 leaves 2 bytes in [4, 10)
+    assert gap_offset(lo, hi, 11, 1) == 34                  # no gap: on top
+
+
+def test_messages_name_rows_one_way():
+    from dsa.solution import describe_row, rows_text
+
+    assert describe_row(dsa.Problem([0], [1], [1]), 0) == "row 0"
+    assert describe_row(dsa.Problem([0], [1], [1], ids=["x"]), 0) == "row 0 (id 'x')"
+    assert rows_text((1, 2)) == "1, 2"
+    assert rows_text(tuple(range(20)), most=3) == "0, 1, 2, ... (20 in all)"

@@ -53,9 +53,9 @@ import numpy as np
 
 from dsa.budget import Budget
 from dsa.context import Context
-from dsa.placement import greedy_offsets
+from dsa.placement import gap_offset, greedy_offsets
 from dsa.pools import PoolSpec, make_pool_solution
-from dsa.solution import plan_peak
+from dsa.solution import describe_row, plan_peak
 from dsa.strategies._orders import order_rows
 from dsa.sweep import sections
 
@@ -100,29 +100,11 @@ def _ordering(problem, spec, name) -> np.ndarray:
 ORDERS = ("size", "value", "short", "area")
 
 
-def _gap(lo, hi, size: int, align: int) -> int:
-    """The best-fit offset for ``size`` bytes among placed neighbours ``[lo, hi)`` (lowest fitting gap
-    of the smallest room; on top when none fits): the rule of :func:`dsa.placement.greedy_offsets`."""
-    if len(lo) == 0:
-        return 0
-    order = np.argsort(lo, kind="stable")
-    lo, hi = lo[order], hi[order]
-    below = np.maximum.accumulate(np.r_[0, hi])
-    cand = -(-below[:-1] // align) * align
-    room = lo - cand
-    fits = np.flatnonzero(room >= size)
-    if len(fits) == 0:
-        return int(-(-int(below[-1]) // align) * align)
-    return int(cand[fits[np.argmin(room[fits])]])
-
-
-def _time_neighbours(problem):
-    """The time-overlap graph of ``problem`` as CSR ``(indptr, indices)``, or None where it would be
-    dense (most rows meet: scanning every row is then as fast and takes no O(n^2) memory)."""
-    from dsa.sweep import Sweep
-
-    sweep = Sweep(problem)
-    if len(problem) < 64 or sweep.dense:
+def _time_neighbours(sweep):
+    """The time-overlap graph of the sweep's problem as CSR ``(indptr, indices)`` (built once per call,
+    in the planning context's :class:`dsa.sweep.Sweep`), or None where it would be dense (most rows
+    meet: scanning every row is then as fast and takes no O(n^2) memory)."""
+    if len(sweep.problem) < 64 or sweep.dense:
         return None
     return sweep.overlap
 
@@ -171,7 +153,7 @@ class _Plan:
         if size == 0:
             return 0
         near = self.meets(r, p, exclude)
-        off = _gap(self.offsets[near], self.offsets[near] + pr.sizes[near], size, int(pr.alignments[r]))
+        off = gap_offset(self.offsets[near], self.offsets[near] + pr.sizes[near], size, int(pr.alignments[r]))
         cap = self.caps[p]
         return off if cap is None or off + size <= cap else None
 
@@ -233,19 +215,12 @@ def fastest_first(problem, spec: PoolSpec, order="size", neighbours=None):
     return plan, None
 
 
-def _row_text(problem, r: int) -> str:
-    ids = problem.ids
-    return f"row {r}" if isinstance(ids, range) else f"row {r} (id {ids[r]!r})"
-
-
 class _Improver:
     """The local search of :func:`search` on one plan (see the module docstring)."""
 
     def __init__(self, problem, spec: PoolSpec, plan: _Plan, budget: Budget):
         self.problem, self.spec, self.plan, self.budget = problem, spec, plan, budget
-        self.costs = [Fraction(c) for c in spec.costs.tolist()]
-        self.weights = [Fraction(int(w)) if spec.weights.dtype.kind == "i" else Fraction(float(w))
-                        for w in spec.weights.tolist()]
+        self.costs, self.weights = spec.exact_costs, spec.exact_weights
         _, self.density = _value_keys(problem, spec)
         self.moves = 0
         self.cost = plan.cost()
@@ -431,10 +406,10 @@ def _constructive(problem, spec, orders=ORDERS, neighbours=None, budget=None):
 def solve_fastest_first(problem, *, context=None):
     """The strategy ``fastest_first`` over pools: see :func:`fastest_first`."""
     spec = spec_of(context)
-    plan, bad = fastest_first(problem, spec, neighbours=_time_neighbours(problem))
+    plan, bad = fastest_first(problem, spec, neighbours=_time_neighbours(context.sweep))
     if plan is None:
         return make_pool_solution(problem, spec, None, None, strategy="fastest_first",
-                                  message=f"{_row_text(problem, bad)} (size {problem.sizes[bad]}) fits in no pool it "
+                                  message=f"{describe_row(problem, bad)} (size {problem.sizes[bad]}) fits in no pool it "
                                           "may use next to the rows placed before it (largest first)")
     return make_pool_solution(problem, spec, plan.pool, plan.offsets, strategy="fastest_first",
                               stats={"order": "size"})
@@ -448,11 +423,11 @@ def search(problem, *, context=None, time_limit: float | None = None, seed=None,
     spec = spec_of(context)
     t0 = time.perf_counter()
     budget = Budget(SEARCH_TIME_LIMIT if time_limit is None else time_limit, None)
-    neighbours = _time_neighbours(problem)
+    neighbours = _time_neighbours(context.sweep)
     plan, winner, failed = _constructive(problem, spec, neighbours=neighbours, budget=budget)
     if plan is None:
         return make_pool_solution(problem, spec, None, None, strategy="best",
-                                  message=f"{_row_text(problem, failed)} (size {problem.sizes[failed]}) fits in no "
+                                  message=f"{describe_row(problem, failed)} (size {problem.sizes[failed]}) fits in no "
                                           "pool it may use next to the rows placed before it, in every order tried")
     start_cost = plan.cost()
     bound = Fraction(spec.exact_cost(spec.cheapest()))
@@ -571,9 +546,7 @@ class _AssignmentSearch:
         n, k = spec.allowed.shape
         self.n, self.k = n, k
         self.caps = [spec.capacity(p) for p in range(k)]
-        self.costs = [Fraction(c) for c in spec.costs.tolist()]
-        self.weights = [Fraction(int(w)) if spec.weights.dtype.kind == "i" else Fraction(float(w))
-                        for w in spec.weights.tolist()]
+        self.costs, self.weights = spec.exact_costs, spec.exact_weights
         _, first, last = sections(problem.starts, problem.ends)
         self.first, self.last = first, last
         self.live = [np.zeros(int(last.max()) + 1 if n else 0, dtype=np.int64) for _ in range(k)]
