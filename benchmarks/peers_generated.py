@@ -1,8 +1,9 @@
 """dsa's ``best`` and ``exact`` side by side with omnimalloc's searches on rectangle-cut instances.
 
-The instances come from :func:`dsa.generate.rectangle_cut`, so their optimum is LOAD: four families
+The instances come from :func:`dsa.generate.rectangle_cut`, so their optimum is LOAD: five families
 (guillotine cuts only; pinwheel blocks; long-lived buffers in a tall rectangle; short-lived
-buffers in a long, low one) at 250 to 5,000 buffers. Every method gets the same time limit per
+buffers in a long, low one; nearly continuous cuts, with sizes and lifetimes almost all distinct)
+at 250 to 5,000 buffers. Every method gets the same time limit per
 instance and runs alone, one after the other: dsa's ``best`` and ``exact``, then omnimalloc's tabu
 search, TelaMalloc, supermalloc and simulated annealing, each in a subprocess of the peer's own
 virtual environment (omnimalloc is never a dependency of dsa; see ``peers_exact.py``). Every plan,
@@ -42,18 +43,20 @@ from peers_exact import PEER_PRELUDE, run_peer_script
 # the generator's arguments of each family, every one spelled out so that others can regenerate:
 # generalise.py's guillotine and pinwheel, and two other shapes (named as there, fixed here so that
 # these results can be regenerated whatever generalise.py's defaults become)
-_DEFAULTS = {"aspect": 1.0, "pinwheel": 0.0, "alignment": 64, "lifetimes": "mixed"}
+_DEFAULTS = {"aspect": 1.0, "pinwheel": 0.0, "alignment": 64, "lifetimes": "mixed", "cells_per_buffer": 16}
 FAMILIES = {name: {**_DEFAULTS, **params} for name, params in {
     "guillotine": _BASE_FAMILIES["guillotine"], "pinwheel": _BASE_FAMILIES["pinwheel"],
     "long-tall": {"pinwheel": 0.2, "aspect": 0.25, "alignment": 256, "lifetimes": "long"},
     "short-wide": {"pinwheel": 0.2, "aspect": 4.0, "lifetimes": "short"},
+    # nearly continuous cuts: sizes and lifetimes almost all distinct
+    "fine": {"pinwheel": 0.2, "cells_per_buffer": 1024},
 }.items()}
-# (family, buffers, seed): 4 instances of 200-400 buffers, 3 of 500-800, 5 of 1,500-5,000
+# (family, buffers, seed): 5 instances of 200-400 buffers, 4 of 500-800, 6 of 1,500-5,000
 INSTANCES = [
     ("guillotine", 300, 1), ("pinwheel", 350, 0), ("long-tall", 250, 2), ("short-wide", 400, 0),
     ("guillotine", 700, 0), ("pinwheel", 550, 1), ("short-wide", 800, 1),
     ("guillotine", 3000, 0), ("pinwheel", 1500, 0), ("pinwheel", 5000, 1), ("long-tall", 2000, 0),
-    ("short-wide", 4000, 2),
+    ("short-wide", 4000, 2), ("fine", 300, 0), ("fine", 800, 1), ("fine", 2000, 2),
 ]
 DSA_METHODS = ("best", "exact")
 # omnimalloc's searches: the allocator class and its arguments besides the timeout. Tabu search and
@@ -411,7 +414,7 @@ def main(argv=None) -> int:
                     help="shorter time limits the peers also run at, for the plot (default 1 5)")
     ap.add_argument("--peers", nargs="+", default=list(PEERS), choices=list(PEERS))
     ap.add_argument("--threads", type=int, default=2, help="supermalloc's threads (default 2)")
-    ap.add_argument("--instances", help="comma-separated names (family-n-sSEED) or indices (default: all 12)")
+    ap.add_argument("--instances", help="comma-separated names (family-n-sSEED) or indices (default: all 15)")
     ap.add_argument("--out", type=Path, default=Path("out/peers_generated"), help="output path without suffix")
     ap.add_argument("--summary", type=Path, help="also write the compact JSON here")
     ap.add_argument("--dsa-commit", help="the commit of the dsa measured, for the report (default: git's HEAD "

@@ -171,7 +171,6 @@ def random_trace(n, *, seed=None, kind: str = "dnn", alignment=1):
 # rectangle_cut: probability of a split along the time axis (a guillotine split), by lifetime mix
 LIFETIMES = ("mixed", "short", "long", "balanced")
 _P_TIME_SPLIT = {"mixed": 0.5, "short": 0.75, "long": 0.25}
-_CELLS_PER_BUFFER = 16              # the rectangle has about this many (time step x quantum) cells a buffer
 
 
 def _check_int(name, value, minimum):
@@ -190,7 +189,7 @@ def _check_real(name, value, lo, hi, lo_open=False):
 
 
 def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifetimes: str = "mixed",
-                  return_plan: bool = False, return_blocks: bool = False):
+                  cells_per_buffer=16, return_plan: bool = False, return_blocks: bool = False):
     """Draw a problem with ``n`` buffers whose optimal peak is known: it equals LOAD.
 
     A rectangle of ``T`` time steps by ``H`` bytes is cut into ``n`` pieces; each piece
@@ -224,6 +223,11 @@ def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifet
         probability (short- and long-lived buffers), ``"short"`` the time axis three times in four
         (many short lifetimes), ``"long"`` the address axis three times in four (long lifetimes, thin
         buffers), ``"balanced"`` the longer side relative to ``aspect`` (pieces of similar shape).
+    cells_per_buffer : int, default 16
+        Granularity, ``>= 1``: the rectangle has about this many cells (time step x size quantum) per
+        buffer. Few cells give coarse pieces of few distinct shapes, many of which are alike; many
+        cells give pieces of nearly unique sizes and lifetimes over many time steps (4,096: a nearly
+        continuous cut).
     return_plan : bool, default False
         Also return the known optimal plan.
     return_blocks : bool, default False
@@ -241,13 +245,14 @@ def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifet
     ------
     ValueError
         Naming the parameter: ``n`` not an integer >= 1, ``aspect`` outside ``[0.01, 100]``,
-        ``pinwheel`` outside ``[0, 1]``, ``alignment`` not an integer >= 1, an unknown ``lifetimes``
-        (the message lists the valid ones).
+        ``pinwheel`` outside ``[0, 1]``, ``alignment`` or ``cells_per_buffer`` not an integer >= 1, an
+        unknown ``lifetimes`` (the message lists the valid ones).
 
     Notes
     -----
     O(n log n) (a heap of pieces); about half a second for ``n = 100_000``. The rectangle has about
-    16 ``n`` cells (time step x quantum), so pieces can always be split.
+    ``cells_per_buffer * n`` cells (time step x quantum), at least ``n``, so pieces can always be
+    split.
 
     Examples
     --------
@@ -265,12 +270,13 @@ def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifet
     aspect = _check_real("aspect", aspect, 0.01, 100.0)
     pinwheel = _check_real("pinwheel", pinwheel, 0.0, 1.0)
     alignment = _check_int("alignment", alignment, 1)
+    cells_per_buffer = _check_int("cells_per_buffer", cells_per_buffer, 1)
     if not isinstance(lifetimes, str) or lifetimes not in LIFETIMES:
         raise ValueError(f"unknown lifetimes {lifetimes!r}; valid: {', '.join(LIFETIMES)}")
     from dsa.problem import Problem
 
     rng = np.random.default_rng(seed)
-    cells = _CELLS_PER_BUFFER * n
+    cells = cells_per_buffer * n
     width = max(1, int(round(np.sqrt(cells * aspect))))          # T, time steps
     height = max(1, -(-cells // width))                          # H / alignment, quanta
     p_time = _P_TIME_SPLIT.get(lifetimes)

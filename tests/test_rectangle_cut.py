@@ -20,10 +20,10 @@ def _live_bytes(p):
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(1, 3000), seed=st.integers(0, 2**32 - 1), aspect=st.floats(0.05, 20),
        pinwheel=st.floats(0, 1), alignment=st.sampled_from([1, 8, 64, 256]),
-       lifetimes=st.sampled_from(LIFETIMES))
-def test_known_plan_is_valid_and_optimal(n, seed, aspect, pinwheel, alignment, lifetimes):
+       lifetimes=st.sampled_from(LIFETIMES), cells=st.sampled_from([1, 2, 16, 1024]))
+def test_known_plan_is_valid_and_optimal(n, seed, aspect, pinwheel, alignment, lifetimes, cells):
     p, offsets = rectangle_cut(n, seed=seed, aspect=aspect, pinwheel=pinwheel, alignment=alignment,
-                               lifetimes=lifetimes, return_plan=True)
+                               lifetimes=lifetimes, cells_per_buffer=cells, return_plan=True)
     assert isinstance(p, dsa.Problem) and len(p) == n
     assert list(p.ids) == list(range(n)) and p.capacity is None
     assert np.all(p.ends > p.starts) and np.all(p.sizes > 0)
@@ -86,6 +86,16 @@ def test_lifetime_mixes_differ():
     assert rel(short) < rel(long_)
 
 
+def test_cells_per_buffer_sets_the_granularity():
+    coarse = rectangle_cut(1000, seed=3, cells_per_buffer=4)
+    fine = rectangle_cut(1000, seed=3, cells_per_buffer=4096)
+    assert rectangle_cut(1000, seed=3) == rectangle_cut(1000, seed=3, cells_per_buffer=16)
+    # more cells: a longer, higher rectangle, pieces of more distinct sizes
+    assert fine.ends.max() > 10 * coarse.ends.max()
+    assert dsa.load(fine) > 10 * dsa.load(coarse)
+    assert len(np.unique(fine.sizes)) > 5 * len(np.unique(coarse.sizes))
+
+
 def test_aspect_shapes_the_rectangle():
     wide = rectangle_cut(2000, seed=1, aspect=20)
     tall = rectangle_cut(2000, seed=1, aspect=0.05)
@@ -98,6 +108,7 @@ def test_aspect_shapes_the_rectangle():
     ({"pinwheel": -0.1}, "pinwheel"), ({"pinwheel": 1.5}, "pinwheel"),
     ({"alignment": 0}, "alignment"), ({"alignment": 1.5}, "alignment"),
     ({"lifetimes": "forever"}, "lifetimes"),
+    ({"cells_per_buffer": 0}, "cells_per_buffer"), ({"cells_per_buffer": 2.0}, "cells_per_buffer"),
 ])
 def test_bad_arguments_name_the_parameter(kw, name):
     args = {"n": 100, **kw}
