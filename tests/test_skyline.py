@@ -122,3 +122,80 @@ def test_best_reports_the_skyline_search_and_stays_valid():
     if sol.peak > dsa.load(p):
         assert sol.status is dsa.Status.LIMIT_REACHED
         assert sol.stats["skyline_probes"] > 0
+
+
+def test_a_dive_that_outgrows_its_frame_stack_grows_it_and_finds_its_plan():
+    # many time columns and room to waste: wasted-space steps (one column each) outnumber the buffers
+    p = rectangle_cut(100, seed=2, cells_per_buffer=4096)
+    s = sky.Skyline(p, seed=0)
+    depth = len(s.fr[0])
+    assert s.dive(3 * dsa.load(p) // 2, 10**7, 0.0) == 1
+    assert len(s.fr[0]) > depth
+    dsa.validate(p, s.plan())
+    assert plan_peak(p, s.plan()) <= 3 * dsa.load(p) // 2
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pruning_and_branching_variants_agree_on_every_capacity(seed, monkeypatch):
+    # the chain check of closed wells and the branching on right corners only prune or reorder: a
+    # complete deterministic dive finds a plan under one setting exactly when it does under the others
+    p = rectangle_cut(14, seed=seed, pinwheel=0.4, cells_per_buffer=4)
+    load = dsa.load(p)
+    for cap in range(load, load + 4 * 64 + 1, 64):
+        verdicts = set()
+        for mrv, path in ((0, False), (2, False), (3, False), (3, True)):
+            monkeypatch.setattr(sky, "MRV", mrv)
+            monkeypatch.setattr(sky, "PATH", path)
+            s = sky.Skyline(p)
+            status = s.dive(cap, 10**7, 0.0)
+            assert status in (0, 1)
+            if status == 1:
+                dsa.validate(p, s.plan())
+                assert plan_peak(p, s.plan()) <= cap
+            verdicts.add(status)
+        assert len(verdicts) == 1, cap
+
+
+def test_busy_periods_are_searched_apart_and_moved_down_to_zero():
+    a = rectangle_cut(60, seed=1, pinwheel=0.4)
+    b = rectangle_cut(60, seed=2, pinwheel=0.4)
+    shift = int(a.ends.max())
+    p = dsa.Problem(np.r_[a.starts, b.starts + shift], np.r_[a.ends, b.ends + shift], np.r_[a.sizes, b.sizes])
+    bad = _stacked(p)  # (the second period starts high above 0)
+    seen = []
+    out, stats = sky.skyline_search(p, bad, time_limit=1.0, seed=0, progress=lambda s, pk: seen.append(pk))
+    dsa.validate(p, out)
+    from dsa.sweep import Sweep
+
+    assert stats["skyline_periods"] == Sweep(p).n_periods >= 2
+    assert plan_peak(p, out) < plan_peak(p, bad)
+    assert out[len(a):].min() == 0  # the second period was planned from 0
+    assert seen and seen == sorted(seen, reverse=True) and seen[-1] == plan_peak(p, out)
+
+
+def test_mirrored_re_packs_and_perfect_bottoms_give_valid_lower_plans(monkeypatch):
+    p = rectangle_cut(200, seed=4, pinwheel=0.4)
+    bad = _stacked(p)
+    monkeypatch.setattr(sky, "MIRROR_SHARE", 1.0)  # every re-pack keeps the top and re-packs the bottom
+    search = sky._Search(p, bad, 0, None)
+    lowered = 0
+    for _ in range(40):
+        before = search.peak
+        if search.round(float("inf")):
+            lowered += 1
+            assert search.peak < before
+        dsa.validate(p, search.best)
+        assert plan_peak(p, search.best) == search.peak
+    assert lowered > 0
+    # a bottom with no waste (a dive at the bound), then dives above it below the incumbent's peak
+    search = sky._Search(p, bad, 1, None)
+    assert search._perfect_bottom(float("inf"))
+    dsa.validate(p, search.best)
+    assert search.peak < plan_peak(p, bad)
+
+
+def test_mirrored_re_packs_are_off_with_alignments():
+    p = dsa.Problem([0, 0, 1], [2, 2, 3], [64, 32, 64], alignments=[64, 32, 1])
+    assert not sky._Search(p, dsa.solve(p, "bump").offsets, 0, None).mirrorable
+    assert sky._Search(rectangle_cut(20, seed=0), rectangle_cut(20, seed=0, return_plan=True)[1], 0,
+                       None).mirrorable

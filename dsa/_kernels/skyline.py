@@ -14,7 +14,10 @@ Whitwell, "A new placement heuristic for the orthogonal stock-cutting problem", 
 52(4), 2004) turned into a complete search over canonical plans, as in MiniMalloc (M. D. Moffitt,
 ASPLOS 2023). Pruning: the bytes still to place over each column must fit between the skyline and
 the capacity (``slack``), so wasted space is charged at once; when the capacity equals the bytes
-alive at every instant (a perfect tiling) any waste ends the branch.
+alive at every instant (a perfect tiling) any waste ends the branch. A run with higher neighbours on
+both sides (a closed well) must have its bottom row covered, end to end, by unplaced buffers lying
+inside it (or wasted where there is slack): a chain of lifetimes from its left side to its right
+side, found by one backward pass over its columns.
 
 One kernel call is one dive with a node limit; the driver restarts it with random tie-breaks.
 All arrays; no allocation in the loop.
@@ -26,7 +29,7 @@ from dsa._kernels.rng import uniform
 
 
 @njit(cache=True)
-def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, h, rem, slack, placed, well, right):
+def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, h, rem, slack, placed, well, right, reach, path):
     """Whether some corner of the skyline can no longer be filled.
 
     A run ``[x, y)`` of columns at one height ``H`` whose left neighbour is higher has its bottom-left
@@ -34,6 +37,10 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, h, rem, slac
     the neighbour); when the slack at ``x`` is 0 the cell cannot stay empty, so such an unplaced buffer
     must exist, ending before the first higher column and fitting under ``cap``. The same holds on the
     right (a buffer ending at ``y``). O(T + buffers starting or ending at the corners).
+
+    With ``path``, a closed well (higher neighbours on both sides) needs a chain of unplaced buffers
+    inside it whose lifetimes cover its bottom row end to end, columns with slack excepted; ``reach``
+    (length ``T + 1``) is work space. O(T + buffers starting in closed wells) more.
 
     ``well`` receives ``[x, y, H, count, side]`` of the zero-slack run with higher neighbours on both sides
     (its candidates are final) that has the fewest candidates (``count`` = -1: none such), on its
@@ -51,6 +58,23 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, h, rem, slac
         y = t
         while y < T and rem[y] > 0 and h[y] == H:
             y += 1
+        closed = (x == 0 or rem[x - 1] == 0 or h[x - 1] > H) and (y == T or rem[y] == 0 or h[y] > H)
+        if path and closed:
+            # a closed well: its bottom row is covered by buffers lying inside it, end to end (or
+            # wasted where there is slack). reach[u]: a chain of such buffers leads from column u to y
+            reach[y] = True
+            for u in range(y - 1, x - 1, -1):
+                ok = slack[u] > 0 and reach[u + 1]
+                k = bs_ptr[u]
+                while not ok and k < bs_ptr[u + 1]:
+                    r = bs_rows[k]
+                    k += 1
+                    if not placed[r] and ce[r] <= y and reach[ce[r]] and H + sz[r] <= cap and (
+                            al[r] <= 1 or H % al[r] == 0):
+                        ok = True
+                reach[u] = ok
+            if not reach[x]:
+                return True
         if slack[x] == 0 and (x == 0 or rem[x - 1] == 0 or h[x - 1] > H):
             lim = y
             while lim < T and rem[lim] > 0 and h[lim] <= H:
@@ -59,6 +83,8 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, h, rem, slac
             for k in range(bs_ptr[x], bs_ptr[x + 1]):
                 r = bs_rows[k]
                 if not placed[r] and ce[r] <= lim and H + sz[r] <= cap and (al[r] <= 1 or H % al[r] == 0):
+                    if path and closed and not reach[ce[r]]:
+                        continue  # (no chain from its end to the well's right side)
                     cnt += 1
                     if lim != y:
                         break
@@ -69,6 +95,7 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, h, rem, slac
                 well[1] = y
                 well[2] = H
                 well[3] = cnt
+                well[4] = 0
         if slack[y - 1] == 0 and (y == T or rem[y] == 0 or h[y] > H):
             lim = x - 1
             while lim >= 0 and rem[lim] > 0 and h[lim] <= H:
@@ -93,10 +120,10 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, h, rem, slac
 
 
 @kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8", "i8", "i8", "u8[]", "f8",
-        "i8[]", "b1[]r", "i8[]r", "i8", "i8[]", "i8[]", "i8[]", "b1[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]",
-        "i8[]", "i8[]", "i8[]", "i8[]", "f8[]")
+        "i8[]", "b1[]r", "i8[]r", "i8", "b1", "i8[]", "i8[]", "i8[]", "b1[]", "i8[]", "i8[]", "i8[]", "i8[]",
+        "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "f8[]")
 def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, rng, noise, offsets,
-         keep, h0, mrv, h, rem, slack, placed, fr_a, fr_b, fr_h, fr_c0, fr_cn, fr_w, fr_i, fr_act, cand, score):
+         keep, h0, mrv, path, h, rem, slack, placed, fr_a, fr_b, fr_h, fr_c0, fr_cn, fr_w, fr_i, fr_act, cand, score):
     """One depth-first search for a plan of peak <= ``cap``; returns ``(status, nodes)``.
 
     Parameters
@@ -128,6 +155,9 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
         0: branch on the lowest run; 1: on a zero-slack well with a single candidate (a forced
         move) when there is one; 2: on the zero-slack well with the fewest candidates when there is
         one (its left corner); 3: the same, right corners too.
+    path : bool
+        Check that every closed well's bottom row can be covered by a chain of buffers (and count
+        only the left-corner candidates that begin such a chain).
     h, rem, slack : int64 arrays of length ``T``; placed : bool array; fr_* : frame stacks of length
     ``len(fr_a)``; cand, score : candidate stack. Work space.
 
@@ -135,11 +165,13 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
     -------
     status : int
         1: a plan (in ``offsets``); 0: none exists in the canonical space (a proof for this capacity
-        when ``noise`` is 0 and no stack overflowed); -1: node limit, or a stack was too small.
+        when ``noise`` is 0 and no stack overflowed); -1: node limit, or the candidate stack was too
+        small; -2: the frame stack was too small (the caller grows it and dives again).
     nodes : int
     """
     n = len(sz)
     well = np.zeros(5, dtype=np.int64)
+    reach = np.zeros(T + 1, dtype=np.bool_)
     well[3] = -1
     for t in range(T):
         h[t] = h0[t]
@@ -171,9 +203,9 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
             if nodes > node_limit:
                 return -1, nodes
             if depth >= maxd:
-                return -1, nodes
+                return -2, nodes
             if _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, h, rem, slack, placed,
-                     well, mrv == 3):
+                     well, mrv == 3, reach, path):
                 # no alternatives: a frame that is exhausted at once
                 fr_a[depth] = 0
                 fr_b[depth] = 0

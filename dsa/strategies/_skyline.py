@@ -8,7 +8,9 @@ tie-breaks; :func:`skyline_search` lowers a plan's peak with it, anytime: probes
 incumbent's peak, now and then probes of the lower bound itself (where the bytes alive at every
 instant fill the capacity, every wasted byte ends a branch at once and the search is at its
 strongest), and a large-neighbourhood search (P. Shaw, CP 1998) that keeps the incumbent's buffers
-below a random level and re-packs the others above them with the same dives.
+below a random level and re-packs the others above them with the same dives, or, turned upside down,
+keeps its top and re-packs its bottom. Busy periods (spans of time that nothing crosses) are searched
+apart, the one that sets the peak first.
 
 Complexity: a node costs O(T + c) for ``T`` time columns and ``c`` buffers starting at the chosen
 column; a dive places each buffer once unless it backtracks.
@@ -31,10 +33,17 @@ NOISE = 0.5       # weight of the random part of the candidates' scores in resta
 FULL_EVERY = 4    # one probe of the whole problem per this many (the others keep a floor)
 FLOOR_LO, FLOOR_HI = 0.5, 0.95  # the floor's level, as a share of the peak, is drawn from this range
 FLOOR_SLICE_S = 0.05  # seconds of a probe above a floor
-MRV = 2           # where to branch (see dsa._kernels.skyline.dive)
+MRV = 3           # where to branch (see dsa._kernels.skyline.dive)
+PATH = True       # check that closed wells' bottom rows can be covered (dsa._kernels.skyline.dive)
 STALL_SHARE = 0.25  # the search stops after this share of its time limit without a lower plan ...
 STALL_MIN_S = 0.5   # ... or this many seconds, if more
 LOAD_EVERY = 4    # every this many probes, one probes the lower bound itself
+# node limit of the shortest dive: this many per row and per time column (wasted-space steps raise
+# one column at a time, so where columns are many a dive takes more nodes than it has buffers)
+UNIT_ROWS, UNIT_COLS = 2, 2
+PERFECT_AT = 2  # the round of each FULL_EVERY that builds a bottom with no waste and re-packs above it
+PERFECT_NODES = 4  # node limit of the dive at the bound, per buffer
+MIRROR_SHARE = 0.5  # share of the re-packs that keep the top of the incumbent and re-pack its bottom
 
 
 def luby(i: int) -> int:
@@ -92,11 +101,23 @@ class Skyline:
         self.h0 = np.zeros(T, np.int64)
 
     def dive(self, cap, node_limit, noise):
-        """One dive; returns the status (1 plan, 0 none, -1 limit) and fills ``self.offsets``."""
+        """One dive; returns the status (1 plan, 0 none, -1 limit) and fills ``self.offsets``.
+
+        The frame stack grows (doubles) when a dive runs out of it: wasted-space steps, one per column
+        raised, can outnumber the buffers many times where time columns are many."""
+        while True:
+            state = self.rng.copy()
+            status = self._dive(cap, node_limit, noise)
+            if status != -2:
+                return status
+            self.rng[:] = state  # the same dive again, deeper
+            self.fr = [np.zeros(2 * len(a), np.int64) for a in self.fr]
+
+    def _dive(self, cap, node_limit, noise):
         status, nodes = self.K.dive(self.cs, self.ce, self.sz, self.al, self.bs_ptr, self.bs_rows,
                                     self.be_ptr, self.be_rows,
                                     self.T, int(cap), int(node_limit), self.rng, float(noise),
-                                    self.offsets, self.keep, self.h0, MRV, self.h, self.rem, self.slack, self.placed, *self.fr,
+                                    self.offsets, self.keep, self.h0, MRV, PATH, self.h, self.rem, self.slack, self.placed, *self.fr,
                                     self.cand, self.score)
         self.nodes += int(nodes)
         return int(status)
@@ -104,19 +125,31 @@ class Skyline:
     def set_floor(self, offsets=None, level=0):
         """Keep the rows of ``offsets`` whose tops are at most ``level`` (None: keep nothing); the
         dives then place the others above them."""
+        if offsets is None or level <= 0:
+            return self.set_keep(None, None)
+        off = np.asarray(offsets, dtype=np.int64)[self.rows]
+        return self.set_keep(offsets, off + self.sz <= level)
+
+    def set_keep(self, offsets, keep):
+        """Keep the rows of this problem's rows (``self.rows``) where ``keep`` is True at their offsets
+        in ``offsets`` (a plan of the whole problem; None: keep nothing); the dives place the others
+        above the skyline of the kept ones (the highest kept top over each column), so that a plan
+        they find never overlaps a kept row. Returns the number kept."""
         self.keep[:] = False
         self.h0[:] = 0
-        if offsets is None or level <= 0:
+        if offsets is None:
             return 0
         off = np.asarray(offsets, dtype=np.int64)[self.rows]
-        self.keep[:] = off + self.sz <= level
+        self.keep[:] = keep
         self.offsets[self.keep] = off[self.keep]
         k = np.flatnonzero(self.keep)
         if len(k):
-            tops = off[k] + self.sz[k]
-            # the skyline over each column: the highest kept top alive there
-            for c0, c1, top in zip(self.cs[k], self.ce[k], tops):
-                np.maximum(self.h0[c0:c1], top, out=self.h0[c0:c1])
+            # the skyline over each column: the highest kept top alive there (one pass, vectorised)
+            c0, c1 = self.cs[k], self.ce[k]
+            lengths = c1 - c0
+            first = np.repeat(c0 - np.cumsum(lengths) + lengths, lengths)
+            cols = first + np.arange(int(lengths.sum()))
+            np.maximum.at(self.h0, cols, np.repeat(off[k] + self.sz[k], lengths))
         return len(k)
 
     def plan(self):
@@ -169,15 +202,100 @@ def supported(problem) -> bool:
     return not bool(np.any(problem.is_fixed))
 
 
+class _Search:
+    """The state of the search on one busy period (a sub-problem planned from offset 0)."""
+
+    def __init__(self, problem, offsets, seed, unit):
+        self.problem = problem
+        self.best = np.asarray(offsets, dtype=np.int64).copy()
+        self.peak = plan_peak(problem, self.best)
+        self.bound = lower_bound(problem)
+        self.sky = Skyline(problem, seed)
+        self.unit = int(unit or UNIT_ROWS * len(self.sky.rows) + UNIT_COLS * self.sky.T + 16)
+        self.rng = np.random.default_rng(check_seed(seed))
+        self.slice_s = SLICE_S
+        self.rounds = 0
+        self.seen = set()  # capacities whose deterministic dive (of the whole problem) was run
+        # plans are turned upside down only without alignments (a mirrored offset may break one)
+        self.mirrorable = bool(np.all(problem.alignments == 1))
+
+    def round(self, deadline) -> bool:
+        """One probe; returns whether it lowered the peak."""
+        sky, peak, bound = self.sky, self.peak, self.bound
+        # one probe of the whole problem every FULL_EVERY rounds (every LOAD_EVERY-th of those at the
+        # bound itself), the others re-pack what lies above a level of the incumbent
+        full = self.rounds % FULL_EVERY == 0
+        if self.rounds % FULL_EVERY == PERFECT_AT and bound < peak - 1:
+            self.rounds += 1
+            return self._perfect_bottom(deadline)
+        mirror = False
+        cap = peak - 1
+        if full:
+            if (self.rounds // FULL_EVERY) % LOAD_EVERY == LOAD_EVERY - 1:
+                cap = bound
+            sky.set_floor(None)
+            end = min(deadline, time.perf_counter() + self.slice_s)
+        else:
+            level = int(peak * self.rng.uniform(FLOOR_LO, FLOOR_HI))
+            # half the time upside down: keep what lies below a level of the mirrored plan (the top
+            # of the incumbent) and re-pack the rest (its bottom), then turn the plan back
+            mirror = self.mirrorable and self.rng.random() < MIRROR_SHARE
+            sky.set_floor(peak - self.best - self.problem.sizes if mirror else self.best, level)
+            end = min(deadline, time.perf_counter() + FLOOR_SLICE_S)
+        self.rounds += 1
+        out = sky.probe(cap, end, self.unit, NOISE, deterministic=not full or cap not in self.seen)
+        if isinstance(out, np.ndarray) and mirror:
+            out = np.where(self.problem.sizes > 0, cap - out - self.problem.sizes, 0)
+        if full:
+            self.seen.add(cap)
+        if isinstance(out, np.ndarray):
+            new = plan_peak(self.problem, out)
+            if new < peak:
+                self.best, self.peak = out, new
+                return True
+        elif full and cap == peak - 1:
+            self.slice_s = min(SLICE_MAX, self.slice_s * 2)  # harder from here on: longer probes
+        return False
+
+    def _perfect_bottom(self, deadline) -> bool:
+        """A dive at the lower bound, where no byte may be wasted, keeps the buffers it placed (a
+        bottom with no waste in it) and dives again above them, at capacities below the incumbent's
+        peak, where waste is allowed; returns whether the peak fell."""
+        sky, problem = self.sky, self.problem
+        sky.set_floor(None)
+        status = sky.dive(self.bound, PERFECT_NODES * len(sky.rows) + 16, NOISE)
+        if status == 1:  # a plan at the bound itself
+            self.best, self.peak = sky.plan(), plan_peak(problem, sky.plan())
+            return True
+        bottom = sky.plan()
+        kept = sky.placed.copy()
+        improved = False
+        lo = self.bound  # (bisection between the bound and the incumbent's peak)
+        while self.peak - lo > 1 and time.perf_counter() < deadline:
+            cap = (lo + self.peak) // 2 if improved else self.peak - 1
+            sky.set_keep(bottom, kept)
+            out = sky.probe(cap, min(deadline, time.perf_counter() + FLOOR_SLICE_S), self.unit, NOISE)
+            if isinstance(out, np.ndarray):
+                self.best, self.peak = out, plan_peak(problem, out)
+                improved = True
+            elif improved:
+                lo = cap
+            else:
+                break
+        return improved
+
+
 def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=None, unit=None):
     """Lower the peak of a plan with restarted skyline dives until ``time_limit`` or the bound.
 
-    Rounds alternate between probes of the whole problem (just below the incumbent's peak, and now
-    and then at the lower bound itself) and re-packs of what lies above a random level of the
-    incumbent, below its peak; a plan lowers the incumbent. The search stops early when it has found
-    no lower plan for ``STALL_SHARE`` of ``time_limit`` (at least ``STALL_MIN_S`` seconds), so that
-    the caller's other searches get the rest. A capacity whose deterministic dive ends without a plan
-    is proven infeasible for plans of this canonical form only, so it is not reported as a bound.
+    Each busy period (a span of time cut from the rest at instants where nothing lives) is searched
+    on its own, from offset 0: each round works on a period at the peak. Rounds alternate between
+    probes of the whole period (below the incumbent's peak, and now and then at the lower bound
+    itself) and re-packs of what lies above a level of the incumbent, below its peak; a plan lowers
+    the incumbent. The search stops early when it has found no lower plan for ``STALL_SHARE`` of
+    ``time_limit`` (at least ``STALL_MIN_S`` seconds), so that the caller's other searches get the
+    rest. A capacity whose deterministic dive ends without a plan is proven infeasible for plans of
+    this canonical form only, so it is not reported as a bound.
 
     Parameters
     ----------
@@ -189,61 +307,67 @@ def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=N
     progress : callable, optional
         ``progress(seconds, peak)`` at each lower peak.
     unit : int, optional
-        Node limit of the shortest dive (default: twice the number of rows).
+        Node limit of the shortest dive (default: ``UNIT_ROWS`` per row and ``UNIT_COLS`` per time
+        column of the period).
 
     Returns
     -------
     (offsets, stats)
-        ``stats``: ``skyline_nodes``, ``skyline_probes``, ``improvements`` (``(seconds, peak)``),
-        ``skyline_stalled`` (True when it stopped early for want of progress).
+        ``stats``: ``skyline_nodes``, ``skyline_probes``, ``skyline_periods`` (busy periods searched
+        apart), ``improvements`` (``(seconds, peak)``), ``skyline_stalled`` (True when it stopped
+        early for want of progress).
     """
     warm()  # (not taken from the time limit)
     t0 = time.perf_counter()
     deadline = t0 + float(time_limit)
     best = np.asarray(offsets, dtype=np.int64).copy()
     peak = plan_peak(problem, best)
-    stats = {"skyline_nodes": 0, "skyline_probes": 0, "improvements": []}
+    stats = {"skyline_nodes": 0, "skyline_probes": 0, "skyline_periods": 0, "improvements": []}
     if not supported(problem) or len(problem) == 0:
         return best, stats
-    bound = lower_bound(problem)
-    sky = Skyline(problem, seed)
-    unit = int(unit or 2 * len(sky.rows) + 16)
+    from dsa.sweep import Sweep
+
+    # busy periods with something to place, each planned from 0 (its offsets less their lowest);
+    # a period's search is set up when it first sets the peak
+    periods = [rows for rows in Sweep(problem).period_rows() if problem.sizes[rows].max() > 0]
+    highest = np.zeros(len(periods), dtype=np.int64)
+    for j, rows in enumerate(periods):
+        shift = int(best[rows].min())
+        if np.all(shift % problem.alignments[rows] == 0):  # (a shift that keeps every alignment)
+            best[rows] -= shift
+        highest[j] = int((best[rows] + problem.sizes[rows]).max())
+    if plan_peak(problem, best) < peak:  # (periods moved down to 0)
+        peak = plan_peak(problem, best)
+        stats["improvements"].append((time.perf_counter() - t0, peak))
+        if progress is not None:
+            progress(time.perf_counter() - t0, peak)
+    seeds = np.random.SeedSequence(check_seed(seed)).generate_state(len(periods), dtype=np.uint32)
+    searches = [None] * len(periods)
+    stats["skyline_periods"] = len(periods)
     rng = np.random.default_rng(check_seed(seed))
-    slice_s = SLICE_S
-    rounds = 0
-    seen = set()  # capacities whose deterministic dive (of the whole problem) was run
     last = time.perf_counter()
     stall = max(STALL_MIN_S, STALL_SHARE * float(time_limit))
-    while peak > bound and time.perf_counter() < deadline:
+    while time.perf_counter() < deadline:
+        top = np.flatnonzero(highest == highest.max())
+        for j in top:
+            if searches[j] is None:
+                rows = periods[j]
+                searches[j] = _Search(problem.take(rows), best[rows], int(seeds[j]), unit)
+        if any(searches[j].peak <= searches[j].bound for j in top):
+            break  # a period at the peak is at its own bound: so is the whole plan
         if time.perf_counter() - last > stall:
             stats["skyline_stalled"] = True  # no lower plan for a while: leave the rest to others
             break
-        # one probe of the whole problem every FULL_EVERY rounds (every LOAD_EVERY-th of those at the
-        # bound itself), the others re-pack what lies above a random level of the incumbent
-        full = rounds % FULL_EVERY == 0
-        if full:
-            cap = bound if (rounds // FULL_EVERY) % LOAD_EVERY == LOAD_EVERY - 1 else peak - 1
-            sky.set_floor(None)
-            end = min(deadline, time.perf_counter() + slice_s)
-        else:
-            cap = peak - 1
-            level = int(peak * rng.uniform(FLOOR_LO, FLOOR_HI))
-            sky.set_floor(best, level)
-            end = min(deadline, time.perf_counter() + FLOOR_SLICE_S)
-        rounds += 1
-        out = sky.probe(cap, end, unit, NOISE, deterministic=not full or cap not in seen)
-        if full:
-            seen.add(cap)
+        j = int(rng.choice(top))
         stats["skyline_probes"] += 1
-        if isinstance(out, np.ndarray):
-            new = plan_peak(problem, out)
-            if new < peak:
-                best, peak = out, new
+        if searches[j].round(deadline):
+            best[periods[j]] = searches[j].best
+            highest[j] = searches[j].peak
+            if highest.max() < peak:
+                peak = int(highest.max())
                 last = time.perf_counter()
                 stats["improvements"].append((time.perf_counter() - t0, peak))
                 if progress is not None:
                     progress(time.perf_counter() - t0, peak)
-        elif full and cap == peak - 1:
-            slice_s = min(SLICE_MAX, slice_s * 2)  # harder from here on: longer probes
-    stats["skyline_nodes"] = sky.nodes
+    stats["skyline_nodes"] = sum(x.sky.nodes for x in searches if x is not None)
     return best, stats
