@@ -43,6 +43,8 @@ LOAD_EVERY = 4    # every this many probes, one probes the lower bound itself
 UNIT_ROWS, UNIT_COLS = 2, 2
 PERFECT_AT = 2  # the round of each FULL_EVERY that builds a bottom with no waste and re-packs above it
 PERFECT_NODES = 4  # node limit of the dive at the bound, per buffer
+EXTEND_SHARE = 0.5  # share of those rounds that start from the incumbent's bottom with no waste ...
+EXTEND_LO = 0.6     # ... cut at a level drawn from [EXTEND_LO, 1] of its height
 MIRROR_SHARE = 0.5  # share of the re-packs that keep the top of the incumbent and re-pack its bottom
 
 
@@ -257,12 +259,44 @@ class _Search:
             self.slice_s = min(SLICE_MAX, self.slice_s * 2)  # harder from here on: longer probes
         return False
 
+    def _solid_level(self, offsets) -> int:
+        """The highest level below which the plan ``offsets`` wastes nothing: the buffers whose tops
+        are at most it fill every column up to their skyline (bisection: the waste under the
+        buffers below a level never shrinks as the level rises)."""
+        sky = self.sky
+        off = np.asarray(offsets, dtype=np.int64)[sky.rows]
+        tops = off + sky.sz
+        levels = np.unique(tops)
+        lo, hi = 0, len(levels)  # levels[:lo] are solid, levels[hi:] are not
+        while lo < hi:
+            mid = (lo + hi) // 2
+            keep = tops <= levels[mid]
+            sky.set_floor(offsets, int(levels[mid]))
+            k = np.flatnonzero(keep)
+            delta = np.zeros(sky.T + 1, dtype=np.int64)
+            np.add.at(delta, sky.cs[k], sky.sz[k])
+            np.add.at(delta, sky.ce[k], -sky.sz[k])
+            if np.array_equal(np.cumsum(delta)[:-1], sky.h0):
+                lo = mid + 1
+            else:
+                hi = mid
+        return int(levels[lo - 1]) if lo > 0 else 0
+
     def _perfect_bottom(self, deadline) -> bool:
         """A dive at the lower bound, where no byte may be wasted, keeps the buffers it placed (a
         bottom with no waste in it) and dives again above them, at capacities below the incumbent's
-        peak, where waste is allowed; returns whether the peak fell."""
+        peak, where waste is allowed; returns whether the peak fell. Half the time the dive starts
+        from the incumbent's own bottom with no waste, and a plan at the same peak whose bottom with
+        no waste is higher replaces the incumbent."""
         sky, problem = self.sky, self.problem
-        sky.set_floor(None)
+        extend = self.rng.random() < EXTEND_SHARE
+        if extend:
+            # extend the incumbent's own bottom with no waste in it (cut lower at random), rather
+            # than start from nothing: across rounds the waste-free part can grow
+            level = int(self._solid_level(self.best) * self.rng.uniform(EXTEND_LO, 1.0))
+            sky.set_floor(self.best, level)
+        else:
+            sky.set_floor(None)
         status = sky.dive(self.bound, PERFECT_NODES * len(sky.rows) + 16, NOISE)
         if status == 1:  # a plan at the bound itself
             self.best, self.peak = sky.plan(), plan_peak(problem, sky.plan())
@@ -270,6 +304,13 @@ class _Search:
         bottom = sky.plan()
         kept = sky.placed.copy()
         improved = False
+        if extend:
+            # a plan at the incumbent's peak is taken when its bottom with no waste is higher
+            sky.set_keep(bottom, kept)
+            out = sky.probe(self.peak, min(deadline, time.perf_counter() + FLOOR_SLICE_S), self.unit, NOISE)
+            if isinstance(out, np.ndarray) and self._solid_level(out) > self._solid_level(self.best):
+                improved = plan_peak(problem, out) < self.peak
+                self.best, self.peak = out, plan_peak(problem, out)
         lo = self.bound  # (bisection between the bound and the incumbent's peak)
         while self.peak - lo > 1 and time.perf_counter() < deadline:
             cap = (lo + self.peak) // 2 if improved else self.peak - 1
