@@ -271,7 +271,7 @@ class _Search:
         while lo < hi:
             mid = (lo + hi) // 2
             keep = tops <= levels[mid]
-            sky.set_floor(offsets, int(levels[mid]))
+            sky.set_keep(offsets, keep)
             k = np.flatnonzero(keep)
             delta = np.zeros(sky.T + 1, dtype=np.int64)
             np.add.at(delta, sky.cs[k], sky.sz[k])
@@ -299,7 +299,8 @@ class _Search:
             sky.set_floor(None)
         status = sky.dive(self.bound, PERFECT_NODES * len(sky.rows) + 16, NOISE)
         if status == 1:  # a plan at the bound itself
-            self.best, self.peak = sky.plan(), plan_peak(problem, sky.plan())
+            self.best = sky.plan()
+            self.peak = plan_peak(problem, self.best)
             return True
         bottom = sky.plan()
         kept = sky.placed.copy()
@@ -309,8 +310,9 @@ class _Search:
             sky.set_keep(bottom, kept)
             out = sky.probe(self.peak, min(deadline, time.perf_counter() + FLOOR_SLICE_S), self.unit, NOISE)
             if isinstance(out, np.ndarray) and self._solid_level(out) > self._solid_level(self.best):
-                improved = plan_peak(problem, out) < self.peak
-                self.best, self.peak = out, plan_peak(problem, out)
+                new = plan_peak(problem, out)
+                improved = new < self.peak
+                self.best, self.peak = out, new
         lo = self.bound  # (bisection between the bound and the incumbent's peak)
         while self.peak - lo > 1 and time.perf_counter() < deadline:
             cap = (lo + self.peak) // 2 if improved else self.peak - 1
@@ -377,8 +379,9 @@ def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=N
         if np.all(shift % problem.alignments[rows] == 0):  # (a shift that keeps every alignment)
             best[rows] -= shift
         highest[j] = int((best[rows] + problem.sizes[rows]).max())
-    if plan_peak(problem, best) < peak:  # (periods moved down to 0)
-        peak = plan_peak(problem, best)
+    moved = plan_peak(problem, best)
+    if moved < peak:  # (periods moved down to 0)
+        peak = moved
         stats["improvements"].append((time.perf_counter() - t0, peak))
         if progress is not None:
             progress(time.perf_counter() - t0, peak)
