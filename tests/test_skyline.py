@@ -113,6 +113,26 @@ def test_improve_plan_runs_the_skyline_search_first_under_a_deadline():
     assert all(b[1] < a[1] for a, b in zip(imp, imp[1:]))
 
 
+def test_improve_plan_runs_the_skyline_search_again_once_it_stalls(monkeypatch):
+    # a skyline search that gives up after 0.05 s without a lower plan, and a target no plan reaches:
+    # the turns after it alternate the local search and the skyline search from the incumbent, until
+    # the budget ends
+    monkeypatch.setattr(sky, "STALL_MIN_S", 0.05)
+    monkeypatch.setattr(sky, "STALL_SHARE", 0.0)
+    monkeypatch.setattr(best_module, "SKYLINE_SHARE", 0.3)
+    monkeypatch.setattr(best_module, "SKYLINE_AGAIN_MIN_S", 0.1)
+    p = rectangle_cut(200, seed=3, pinwheel=0.4)
+    bad = _stacked(p)
+    budget = Budget(2.0)
+    out, stats = best_module.improve_plan(p, bad, 0, budget, 0)
+    dsa.validate(p, out)
+    assert plan_peak(p, out) < plan_peak(p, bad)
+    assert stats["skyline_restarts"] >= 1 and stats["local_iterations"] > 0
+    assert budget.exhausted
+    imp = stats["improvements"]
+    assert all(b[1] < a[1] for a, b in zip(imp, imp[1:]))
+
+
 def test_best_reports_the_skyline_search_and_stays_valid():
     # (the canonical search gets its first CANONICAL_MIN_S seconds, the skyline search comes after)
     p = rectangle_cut(400, seed=11, pinwheel=0.4, aspect=3.0, lifetimes="short")
