@@ -57,8 +57,9 @@ exponential in the worst case (the problem is strongly NP-hard), so the search i
 ``time_limit`` and ``node_limit``. Busy periods of more than
 ``dsa.strategies._canonical_search.MAX_BUFFERS`` buffers are not searched; nothing is proven about
 them. In minimisation under a time limit (and no node limit), time that the canonical search leaves
-(such a period sets the peak), and under a time limit on problems of more than ``SHARE_MIN_ROWS``
-rows what is left after the canonical search had ``CANONICAL_SHARE`` of it, go to
+(such a period sets the peak), and what is left after the canonical search had ``CANONICAL_SHARE``
+of it (on problems of more than ``SHARE_MIN_ROWS`` rows, and on smaller ones where the skyline
+search runs: no fixed offsets, its kernel compiled), go to
 :func:`dsa.strategies.best.improve_plan` (the skyline search of :mod:`dsa.strategies._skyline`, time
 windows around the peak re-planned by the canonical search, and the local search over greedy orders)
 until the limit: the call never returns early with the portfolio's plan.
@@ -83,10 +84,13 @@ GROWTH = 2               # the node budget per probe is multiplied by this after
 # under a time limit (and no node limit), the share of the time left that the canonical search's
 # lower_peak gets in minimisation; best.improve_plan (skyline search, window repairs, local search)
 # gets the rest unless the search proved the plan optimal (rectangle cuts, where the optimum is LOAD:
-# the skyline search reaches plans the canonical search does not)
+# the skyline search reaches plans the canonical search does not). On every problem: with the whole
+# time for the canonical search on problems of up to 1,000 rows, 6 rectangle cuts of 300-800 buffers
+# at 60 s ended at 1.0825 x LOAD on average, their last plan found within 6.4 s; with half of it,
+# 1.0456; MiniMalloc's challenging D and J reach the same peaks at 60 s either way (1024000, 1014784)
 CANONICAL_SHARE = 0.5
-# ... on problems of more than this many movable rows (on smaller ones it keeps the whole time: on
-# MiniMalloc's challenging D and J, 213 and 409 rows, its best plans come after 40-50 s of 60)
+# ... on problems of more than this many movable rows, and on smaller ones where the skyline search
+# is to run (no fixed offsets, kernel compiled); otherwise it keeps the whole time
 SHARE_MIN_ROWS = 1000
 # the time limit handed to the portfolio once the call's own budget is spent (best.solve needs a
 # positive one; it runs its first member whatever the limit, so that there is a plan)
@@ -299,7 +303,8 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
 
         left = budget.remaining()
         movable = int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
-        if node_limit is None and budget.deadline is not None and movable > SHARE_MIN_ROWS:
+        if (node_limit is None and budget.deadline is not None
+                and (movable > SHARE_MIN_ROWS or best._skyline_runs(problem, left))):
             # the rest goes to best.improve_plan (below) unless this proves the plan optimal
             left *= CANONICAL_SHARE
         out, info = search.lower_peak(state["offsets"], time_limit=left,
