@@ -42,7 +42,7 @@ from dsa.strategies._call import call
 from dsa.strategies._orders import ORDERINGS, order_rows
 from dsa.strategies.greedy import FITS, greedy_offsets
 
-__all__ = ["solve", "portfolio_head", "improve_plan", "MEMBERS", "STRATEGY_MEMBERS"]
+__all__ = ["solve", "portfolio_head", "improve_plan", "skyline_runs", "MEMBERS", "STRATEGY_MEMBERS"]
 
 # greedy_by_size (lowest fit) first: on ties the portfolio returns the classic plan
 MEMBERS = tuple((order, fit) for order in ("size", *sorted(set(ORDERINGS) - {"size"}))
@@ -265,10 +265,21 @@ LOCAL_SHARE = 0.3
 SKYLINE_AGAIN_MIN_S = 0.5
 
 
-def _skyline_runs(problem, seconds: float) -> bool:
-    """Whether :func:`improve_plan` would run the skyline search with ``seconds`` left: on problems
-    without fixed offsets, once its kernel is compiled (or cached), or on calls of at least
-    ``SKYLINE_COLD_MIN_S`` seconds."""
+def skyline_runs(problem, seconds: float) -> bool:
+    """Whether :func:`improve_plan` would run the skyline search with ``seconds`` left.
+
+    Parameters
+    ----------
+    problem : Problem
+    seconds : float
+        The time left.
+
+    Returns
+    -------
+    bool
+        True on problems without fixed offsets once the search's kernel is compiled (in this process
+        or in numba's cache), or with at least ``SKYLINE_COLD_MIN_S`` seconds left.
+    """
     from dsa.strategies._skyline import ready, supported
 
     return SKYLINE_SHARE > 0 and supported(problem) and (seconds >= SKYLINE_COLD_MIN_S or ready())
@@ -342,7 +353,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
     # local-search runs when it stops before the deadline
     movable = int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
     large = budget.deadline is not None and movable > 1000
-    skyline = budget.deadline is not None and peak > target and _skyline_runs(problem, budget.remaining())
+    skyline = budget.deadline is not None and peak > target and skyline_runs(problem, budget.remaining())
     if budget.deadline is not None and peak > target and not skyline and skyline_supported(problem):
         stats["skyline"] = "skipped: its kernel is not compiled yet (run dsa warmup)"
     if skyline:
@@ -430,7 +441,7 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
     if budget.deadline is not None:
         if movable > 1000:
             left *= CANONICAL_SHARE
-        elif _skyline_runs(problem, left):  # (the share left over is the skyline search's)
+        elif skyline_runs(problem, left):  # (the share left over is the skyline search's)
             left = max(left * CANONICAL_SHARE_SMALL, min(left, CANONICAL_MIN_S))
     out, info = lower_peak(problem, offsets, time_limit=left, progress=progress)
     proven = int(info["proven_lower_bound"])

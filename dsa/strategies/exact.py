@@ -304,7 +304,7 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
         left = budget.remaining()
         movable = int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
         if (node_limit is None and budget.deadline is not None
-                and (movable > SHARE_MIN_ROWS or best._skyline_runs(problem, left))):
+                and (movable > SHARE_MIN_ROWS or best.skyline_runs(problem, left))):
             # the rest goes to best.improve_plan (below) unless this proves the plan optimal
             left *= CANONICAL_SHARE
         out, info = search.lower_peak(state["offsets"], time_limit=left,
