@@ -133,6 +133,17 @@ def test_improve_plan_runs_the_skyline_search_again_once_it_stalls(monkeypatch):
     assert all(b[1] < a[1] for a, b in zip(imp, imp[1:]))
 
 
+def test_exact_leaves_half_its_time_to_the_skyline_search_on_small_problems():
+    # 400 buffers, no fixed offsets, no proof within 2 s: the canonical search gets half of the time,
+    # best's improvement phase (the skyline search first) the rest
+    sky.warm()
+    p = rectangle_cut(400, seed=22, pinwheel=0.2)
+    sol = dsa.solve(p, "exact", time_limit=2.0)
+    dsa.validate(p, sol)
+    assert sol.status is dsa.Status.LIMIT_REACHED
+    assert sol.stats["skyline_probes"] > 0
+
+
 def test_best_reports_the_skyline_search_and_stays_valid():
     # (the canonical search gets its first CANONICAL_MIN_S seconds, the skyline search comes after)
     p = rectangle_cut(400, seed=11, pinwheel=0.4, aspect=3.0, lifetimes="short")

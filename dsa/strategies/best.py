@@ -255,10 +255,10 @@ SKYLINE_SHARE = 0.75
 # it runs only in calls that have at least this long left, so that a short call does not spend more
 # than its budget compiling a search it would run for a second (stats["skyline"] says so)
 SKYLINE_COLD_MIN_S = 5.0
-# once the skyline search has stalled, turns alternate: a local-search run for LOCAL_SHARE of the time
-# left (on large problems a turn of window repairs, which ends by itself), then the skyline search again from the
-# incumbent with a new seed (its probe lengths start short again), while at least SKYLINE_AGAIN_MIN_S
-# is left. Rectangle cuts of 300-2,000 buffers at 20 s, 2 x 12 instances: 1.0642 -> 1.0607 and
+# once the skyline search has stalled, turns alternate: a local-search run for LOCAL_SHARE of the
+# time left (on large problems a turn of window repairs, which ends by itself), then the skyline
+# search again from the incumbent with a new seed (its probe lengths start short again), while at
+# least SKYLINE_AGAIN_MIN_S is left. Rectangle cuts of 300-2,000 buffers at 20 s, 2 x 12 instances: 1.0642 -> 1.0607 and
 # 1.0712 -> 1.0693 x LOAD against giving the local search all of the time after one skyline search
 # (0.1 and 0.6 instead of 0.3: 1.0610, 1.0605)
 LOCAL_SHARE = 0.3

@@ -59,7 +59,7 @@ exponential in the worst case (the problem is strongly NP-hard), so the search i
 them. In minimisation under a time limit (and no node limit), time that the canonical search leaves
 (such a period sets the peak), and what is left after the canonical search had ``CANONICAL_SHARE``
 of it (on problems of more than ``SHARE_MIN_ROWS`` rows, and on smaller ones where the skyline
-search runs: no fixed offsets, its kernel compiled), go to
+search runs, see :func:`dsa.strategies.best.skyline_runs`), go to
 :func:`dsa.strategies.best.improve_plan` (the skyline search of :mod:`dsa.strategies._skyline`, time
 windows around the peak re-planned by the canonical search, and the local search over greedy orders)
 until the limit: the call never returns early with the portfolio's plan.
@@ -90,7 +90,8 @@ GROWTH = 2               # the node budget per probe is multiplied by this after
 # 1.0456; MiniMalloc's challenging D and J reach the same peaks at 60 s either way (1024000, 1014784)
 CANONICAL_SHARE = 0.5
 # ... on problems of more than this many movable rows, and on smaller ones where the skyline search
-# is to run (no fixed offsets, kernel compiled); otherwise it keeps the whole time
+# is to run (best.skyline_runs: no fixed offsets, its kernel compiled or time to compile it);
+# otherwise it keeps the whole time
 SHARE_MIN_ROWS = 1000
 # the time limit handed to the portfolio once the call's own budget is spent (best.solve needs a
 # positive one; it runs its first member whatever the limit, so that there is a plan)
