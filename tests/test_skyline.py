@@ -168,15 +168,18 @@ def test_a_dive_that_outgrows_its_frame_stack_grows_it_and_finds_its_plan():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_pruning_and_branching_variants_agree_on_every_capacity(seed, monkeypatch):
-    # the chain check of closed wells and the branching on right corners only prune or reorder: a
-    # complete deterministic dive finds a plan under one setting exactly when it does under the others
+    # the chain check of closed wells, the skipping of twin candidates and the branching on right
+    # corners only prune or reorder: a complete deterministic dive finds a plan under one setting
+    # exactly when it does under the others
     p = rectangle_cut(14, seed=seed, pinwheel=0.4, cells_per_buffer=4)
     load = dsa.load(p)
     for cap in range(load, load + 4 * 64 + 1, 64):
         verdicts = set()
-        for mrv, path in ((0, False), (2, False), (3, False), (3, True)):
+        for mrv, path, twins in ((0, False, False), (2, False, False), (3, False, False),
+                                 (3, True, False), (3, True, True), (0, False, True)):
             monkeypatch.setattr(sky, "MRV", mrv)
             monkeypatch.setattr(sky, "PATH", path)
+            monkeypatch.setattr(sky, "TWINS", twins)
             s = sky.Skyline(p)
             status = s.dive(cap, 10**7, 0.0)
             assert status in (0, 1)
@@ -185,6 +188,21 @@ def test_pruning_and_branching_variants_agree_on_every_capacity(seed, monkeypatc
                 assert plan_peak(p, s.plan()) <= cap
             verdicts.add(status)
         assert len(verdicts) == 1, cap
+
+
+def test_twin_candidates_are_tried_once(monkeypatch):
+    # three identical buffers over [0, 2): the deterministic dive at LOAD takes 11 nodes without the
+    # skipping of twins and 10 with it, and finds a plan at LOAD either way
+    p = dsa.Problem([0, 0, 0, 1, 2, 3, 0, 0], [2, 2, 2, 3, 5, 6, 1, 3], [1, 1, 1, 1, 2, 3, 1, 1])
+    nodes = {}
+    for twins in (False, True):
+        monkeypatch.setattr(sky, "TWINS", twins)
+        s = sky.Skyline(p)
+        assert s.dive(dsa.load(p), 10**6, 0.0) == 1
+        dsa.validate(p, s.plan())
+        assert plan_peak(p, s.plan()) == dsa.load(p)
+        nodes[twins] = s.nodes
+    assert nodes[True] < nodes[False]
 
 
 def test_busy_periods_are_searched_apart_and_moved_down_to_zero():

@@ -120,10 +120,10 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, h, rem, slac
 
 
 @kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8", "i8", "i8", "u8[]", "f8",
-        "i8[]", "b1[]r", "i8[]r", "i8", "b1", "i8[]", "i8[]", "i8[]", "b1[]", "i8[]", "i8[]", "i8[]", "i8[]",
+        "i8[]", "b1[]r", "i8[]r", "i8", "b1", "b1", "i8[]", "i8[]", "i8[]", "b1[]", "i8[]", "i8[]", "i8[]", "i8[]",
         "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "f8[]")
 def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, rng, noise, offsets,
-         keep, h0, mrv, path, h, rem, slack, placed, fr_a, fr_b, fr_h, fr_c0, fr_cn, fr_w, fr_i, fr_act, cand, score):
+         keep, h0, mrv, path, twins, h, rem, slack, placed, fr_a, fr_b, fr_h, fr_c0, fr_cn, fr_w, fr_i, fr_act, cand, score):
     """One depth-first search for a plan of peak <= ``cap``; returns ``(status, nodes)``.
 
     Parameters
@@ -158,6 +158,9 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
     path : bool
         Check that every closed well's bottom row can be covered by a chain of buffers (and count
         only the left-corner candidates that begin such a chain).
+    twins : bool
+        Skip a candidate identical (columns, size, alignment) to one already tried at the same node:
+        its subtree is the same, with the two buffers swapped.
     h, rem, slack : int64 arrays of length ``T``; placed : bool array; fr_* : frame stacks of length
     ``len(fr_a)``; cand, score : candidate stack. Work space.
 
@@ -307,6 +310,17 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
                 r = cand[fr_c0[f] + k]
                 if placed[r]:
                     continue
+                if twins:
+                    # a buffer identical to a candidate tried before at this frame (same columns,
+                    # size and alignment) leads to the same subtree, relabelled: skip it
+                    same = False
+                    for j in range(fr_c0[f], fr_c0[f] + k):
+                        q = cand[j]
+                        if cs[q] == cs[r] and ce[q] == ce[r] and sz[q] == sz[r] and al[q] == al[r]:
+                            same = True
+                            break
+                    if same:
+                        continue
                 for t in range(cs[r], ce[r]):
                     h[t] = hmin + sz[r]
                     rem[t] -= sz[r]

@@ -35,6 +35,7 @@ FLOOR_LO, FLOOR_HI = 0.5, 0.95  # the floor's level, as a share of the peak, is 
 FLOOR_SLICE_S = 0.05  # seconds of a probe above a floor
 MRV = 3           # where to branch (see dsa._kernels.skyline.dive)
 PATH = True       # check that closed wells' bottom rows can be covered (dsa._kernels.skyline.dive)
+TWINS = True      # skip candidates identical to one tried before at the same node (the same subtree)
 STALL_SHARE = 0.25  # the search stops after this share of its time limit without a lower plan ...
 STALL_MIN_S = 0.5   # ... or this many seconds, if more
 LOAD_EVERY = 4    # every this many probes, one probes the lower bound itself
@@ -119,7 +120,7 @@ class Skyline:
         status, nodes = self.K.dive(self.cs, self.ce, self.sz, self.al, self.bs_ptr, self.bs_rows,
                                     self.be_ptr, self.be_rows,
                                     self.T, int(cap), int(node_limit), self.rng, float(noise),
-                                    self.offsets, self.keep, self.h0, MRV, PATH, self.h, self.rem, self.slack, self.placed, *self.fr,
+                                    self.offsets, self.keep, self.h0, MRV, PATH, TWINS, self.h, self.rem, self.slack, self.placed, *self.fr,
                                     self.cand, self.score)
         self.nodes += int(nodes)
         return int(status)
