@@ -17,7 +17,8 @@ the capacity (``slack``), so wasted space is charged at once; when the capacity 
 alive at every instant (a perfect tiling) any waste ends the branch. A run with higher neighbours on
 both sides (a closed well) must have its bottom row covered, end to end, by unplaced buffers lying
 inside it (or wasted where there is slack): a chain of lifetimes from its left side to its right
-side, found by one backward pass over its columns.
+side, found by one backward pass over its columns. Of candidates identical in columns, size and
+alignment, a node tries only the first: the others lead to the same subtree, relabelled.
 
 One kernel call is one dive with a node limit; the driver restarts it with random tie-breaks.
 All arrays; no allocation in the loop.

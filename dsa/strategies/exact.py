@@ -87,7 +87,8 @@ GROWTH = 2               # the node budget per probe is multiplied by this after
 # the skyline search reaches plans the canonical search does not). On every problem: with the whole
 # time for the canonical search on problems of up to 1,000 rows, 6 rectangle cuts of 300-800 buffers
 # at 60 s ended at 1.0825 x LOAD on average, their last plan found within 6.4 s; with half of it,
-# 1.0456; MiniMalloc's challenging D and J reach the same peaks at 60 s either way (1024000, 1014784)
+# 1.0456; at 60 s MiniMalloc's challenging J ends at 1014784 either way, D at 1022976-1025024 from
+# run to run (1024000 in a run of the previous rule)
 CANONICAL_SHARE = 0.5
 # ... on problems of more than this many movable rows, and on smaller ones where the skyline search
 # is to run (best.skyline_runs: no fixed offsets, its kernel compiled or time to compile it);
