@@ -255,12 +255,14 @@ SKYLINE_SHARE = 0.75
 # it runs only in calls that have at least this long left, so that a short call does not spend more
 # than its budget compiling a search it would run for a second (stats["skyline"] says so)
 SKYLINE_COLD_MIN_S = 5.0
-# once the skyline search has stalled, turns alternate: a local-search run for LOCAL_SHARE of the
-# time left (on large problems a turn of window repairs, which ends by itself), then the skyline
-# search again from the incumbent with a new seed (its probe lengths start short again), while at
-# least SKYLINE_AGAIN_MIN_S is left. Rectangle cuts of 300-2,000 buffers at 20 s, 2 x 12 instances: 1.0642 -> 1.0607 and
-# 1.0712 -> 1.0693 x LOAD against giving the local search all of the time after one skyline search
-# (0.1 and 0.6 instead of 0.3: 1.0610, 1.0605)
+# once the skyline search has stalled, turns alternate: a local-search run (on large problems a turn
+# of window repairs) for LOCAL_SHARE of the time left, then the skyline search again from the
+# incumbent with a new seed (its probe lengths start short again), while at least
+# SKYLINE_AGAIN_MIN_S is left. Rectangle cuts of 300-1,000 buffers at 20 s, 2 x 12 instances (those
+# above 1,000 had window repairs until the deadline in that run): 1.0642 -> 1.0607 and 1.0712 ->
+# 1.0693 x LOAD against giving the local search all of the time after one skyline search (0.1 and
+# 0.6 instead of 0.3: 1.0610, 1.0605); 6 cuts of 1,200-4,000 buffers at 20 s, window repairs until
+# the deadline against LOCAL_SHARE of it: 1.0824 -> 1.0810 (one instance lower, none higher)
 LOCAL_SHARE = 0.3
 SKYLINE_AGAIN_MIN_S = 0.5
 
@@ -298,12 +300,12 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
       the incumbent with a seed derived from ``seed`` and the restart's number and a window of
       another size, ``RESTART_WINDOWS``), or, on problems of more than 1,000 movable rows, a
       large-neighbourhood search whose repair step is the canonical search
-      (:func:`dsa.strategies._local_search.repair_windows`, ``REPAIR_SHARE`` of the time left; it
-      ends once no time window around the peak can be lowered);
+      (:func:`dsa.strategies._local_search.repair_windows`, ``REPAIR_SHARE`` of the time left);
     - odd turns, where the skyline search ran: the skyline search again, from the incumbent with a
-      new seed, while ``SKYLINE_AGAIN_MIN_S`` is left (a local-search turn between two of them gets
-      ``LOCAL_SHARE`` of the time left); otherwise the local search (the repair turns of large
-      problems alternate with it).
+      new seed, while ``SKYLINE_AGAIN_MIN_S`` is left, and the even turns between two of them get
+      ``LOCAL_SHARE`` of the time left; without the skyline search (or with less than
+      ``SKYLINE_AGAIN_MIN_S`` left), the local search on problems of up to 1,000 movable rows,
+      window repairs on larger ones.
 
     So the budget is spent improving. Without a deadline
     (``budget.deadline`` None) the local search runs once, as ``search_orders`` does.
@@ -380,7 +382,8 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
             stats["skyline_nodes"] += info["skyline_nodes"]
             stats["skyline_probes"] += info["skyline_probes"]
         elif large and (turn % 2 == 0 or again):
-            new, info = repair_windows(problem, out, time_limit=budget.remaining() * REPAIR_SHARE,
+            share = LOCAL_SHARE if skyline else REPAIR_SHARE
+            new, info = repair_windows(problem, out, time_limit=budget.remaining() * share,
                                        seed=_derived_seed(seed, 1000 + turn), progress=progress)
             stats["repair_windows"] = stats.get("repair_windows", 0) + info["windows"]
             stats["repaired"] = stats.get("repaired", 0) + info["repaired"]
@@ -418,9 +421,10 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
        :mod:`dsa.strategies._skyline` (restarted bottom-left dives below the incumbent, and re-packs
        of what lies above a random level of it) gets ``SKYLINE_SHARE`` of the time left; then a
        local search over greedy orders (:mod:`dsa.strategies._local_search`: squeaky wheel moves
-       under late acceptance; around the peak, a time window at a time, on large problems),
-       restarted from the incumbent until the time limit; on problems of more than 1,000 rows,
-       time windows around the peak re-planned by the canonical search come first.
+       under late acceptance; around the peak, a time window at a time, on large problems), on
+       problems of more than 1,000 rows time windows around the peak re-planned by the canonical
+       search instead, each restarted from the incumbent until the time limit, in turns with the
+       skyline search again from the incumbent (see :func:`improve_plan`).
 
     Returns ``(offsets, proven_bound, stats)``; ``stats["improvements"]`` lists ``(seconds since t0,
     peak)`` of each lower plan.

@@ -84,15 +84,15 @@ GROWTH = 2               # the node budget per probe is multiplied by this after
 # under a time limit (and no node limit), the share of the time left that the canonical search's
 # lower_peak gets in minimisation; best.improve_plan (skyline search, window repairs, local search)
 # gets the rest unless the search proved the plan optimal (rectangle cuts, where the optimum is LOAD:
-# the skyline search reaches plans the canonical search does not). On every problem: with the whole
-# time for the canonical search on problems of up to 1,000 rows, 6 rectangle cuts of 300-800 buffers
-# at 60 s ended at 1.0825 x LOAD on average, their last plan found within 6.4 s; with half of it,
-# 1.0456; at 60 s MiniMalloc's challenging J ends at 1014784 either way, D at 1022976-1025024 from
-# run to run (1024000 in a run of the previous rule)
+# the skyline search reaches plans the canonical search does not). Where the skyline search runs:
+# with the whole time for the canonical search on problems of up to 1,000 rows, 6 rectangle cuts of
+# 300-800 buffers at 60 s ended at 1.0825 x LOAD on average, their last plan found within 6.4 s;
+# with half of it, 1.0456; at 60 s MiniMalloc's challenging J ends at 1014784 either way, D at
+# 1022976-1025024 from run to run (1024000 in a run of the previous rule)
 CANONICAL_SHARE = 0.5
 # ... on problems of more than this many movable rows, and on smaller ones where the skyline search
-# is to run (best.skyline_runs: no fixed offsets, its kernel compiled or time to compile it);
-# otherwise it keeps the whole time
+# is to run in the time left to it (best.skyline_runs: no fixed offsets, its kernel compiled or time
+# to compile it); otherwise it keeps the whole time
 SHARE_MIN_ROWS = 1000
 # the time limit handed to the portfolio once the call's own budget is spent (best.solve needs a
 # positive one; it runs its first member whatever the limit, so that there is a plan)
@@ -306,7 +306,8 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
         left = budget.remaining()
         movable = int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
         if (node_limit is None and budget.deadline is not None
-                and (movable > SHARE_MIN_ROWS or best.skyline_runs(problem, left))):
+                and (movable > SHARE_MIN_ROWS
+                     or best.skyline_runs(problem, left * (1 - CANONICAL_SHARE)))):
             # the rest goes to best.improve_plan (below) unless this proves the plan optimal
             left *= CANONICAL_SHARE
         out, info = search.lower_peak(state["offsets"], time_limit=left,
