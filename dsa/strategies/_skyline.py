@@ -294,7 +294,8 @@ class _Search:
         if extend:
             # extend the incumbent's own bottom with no waste in it (cut lower at random), rather
             # than start from nothing: across rounds the waste-free part can grow
-            level = int(self._solid_level(self.best) * self.rng.uniform(EXTEND_LO, 1.0))
+            solid = self._solid_level(self.best)
+            level = int(solid * self.rng.uniform(EXTEND_LO, 1.0))
             sky.set_floor(self.best, level)
         else:
             sky.set_floor(None)
@@ -310,7 +311,7 @@ class _Search:
             # a plan at the incumbent's peak is taken when its bottom with no waste is higher
             sky.set_keep(bottom, kept)
             out = sky.probe(self.peak, min(deadline, time.perf_counter() + FLOOR_SLICE_S), self.unit, NOISE)
-            if isinstance(out, np.ndarray) and self._solid_level(out) > self._solid_level(self.best):
+            if isinstance(out, np.ndarray) and self._solid_level(out) > solid:
                 new = plan_peak(problem, out)
                 improved = new < self.peak
                 self.best, self.peak = out, new

@@ -358,14 +358,20 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
     skyline = budget.deadline is not None and peak > target and skyline_runs(problem, budget.remaining())
     if budget.deadline is not None and peak > target and not skyline and skyline_supported(problem):
         stats["skyline"] = "skipped: its kernel is not compiled yet (run dsa warmup)"
+
+    def skyline_run(k):
+        # a skyline search from the incumbent, SKYLINE_SHARE of the time left, its k-th seed
+        new, info = skyline_search(problem, out, time_limit=budget.remaining() * SKYLINE_SHARE,
+                                   seed=_derived_seed(seed, 5000 + k), progress=progress)
+        stats["skyline_nodes"] += info["skyline_nodes"]
+        stats["skyline_probes"] += info["skyline_probes"]
+        return new
+
     if skyline:
         # restarted skyline dives below the incumbent (dsa.strategies._skyline) come first
+        stats.update(skyline_nodes=0, skyline_probes=0, skyline_restarts=0)
         began = time.perf_counter()
-        new, info = skyline_search(problem, out, time_limit=budget.remaining() * SKYLINE_SHARE,
-                                   seed=_derived_seed(seed, 5000), progress=progress)
-        stats["skyline_nodes"] = info["skyline_nodes"]
-        stats["skyline_probes"] = info["skyline_probes"]
-        stats["skyline_restarts"] = 0
+        new = skyline_run(0)
         if plan_peak(problem, new) < peak:
             out = new
             peak = state["peak"] = plan_peak(problem, out)
@@ -377,10 +383,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
         again = skyline and turn % 2 == 1
         if again and budget.remaining() >= SKYLINE_AGAIN_MIN_S:
             stats["skyline_restarts"] += 1
-            new, info = skyline_search(problem, out, time_limit=budget.remaining() * SKYLINE_SHARE,
-                                       seed=_derived_seed(seed, 5000 + turn), progress=progress)
-            stats["skyline_nodes"] += info["skyline_nodes"]
-            stats["skyline_probes"] += info["skyline_probes"]
+            new = skyline_run(turn)
         elif large and (turn % 2 == 0 or again):
             share = LOCAL_SHARE if skyline else REPAIR_SHARE
             new, info = repair_windows(problem, out, time_limit=budget.remaining() * share,
@@ -396,10 +399,11 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
             stats["local_iterations"] += info["iterations"]
             k += 1
         turn += 1
-        if plan_peak(problem, new) < peak:
+        new_peak = plan_peak(problem, new)
+        if new_peak < peak:
             out = new
-            progress(time.perf_counter() - began, plan_peak(problem, out))  # (if the search did not)
-        peak = state["peak"] = plan_peak(problem, out)
+            progress(time.perf_counter() - began, new_peak)  # (if the search did not)
+            peak = state["peak"] = new_peak
         if budget.deadline is None:
             break  # no deadline: one run, which ends by its own stopping rule
     stats["local_restarts"] = max(0, k - 1)
