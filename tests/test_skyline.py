@@ -257,6 +257,7 @@ def test_mirrored_re_packs_and_perfect_bottoms_give_valid_lower_plans(monkeypatc
     p = rectangle_cut(200, seed=4, pinwheel=0.4)
     bad = _stacked(p)
     monkeypatch.setattr(sky, "MIRROR_SHARE", 1.0)  # every re-pack keeps the top and re-packs the bottom
+    monkeypatch.setattr(sky, "BAND_SHARE", 0.0)
     search = sky._Search(p, bad, 0, None)
     lowered = 0
     for _ in range(40):
@@ -279,3 +280,76 @@ def test_mirrored_re_packs_are_off_with_alignments():
     assert not sky._Search(p, dsa.solve(p, "bump").offsets, 0, None).mirrorable
     assert sky._Search(rectangle_cut(20, seed=0), rectangle_cut(20, seed=0, return_plan=True)[1], 0,
                        None).mirrorable
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_dive_under_a_ceiling_stays_below_it(seed):
+    # the known optimal plan of a cut, its middle taken out: the rows below a level stay as a floor,
+    # those above another as a ceiling. The middle rows tile the room between the two, so the complete
+    # deterministic dive re-packs them there (a perfect tiling is canonical), and every plan is valid
+    # with the ceiling rows where they were; with the ceiling one quantum lower there is no room
+    p, plan = rectangle_cut(40, seed=seed, pinwheel=0.4, cells_per_buffer=4, return_plan=True)
+    peak = plan_peak(p, plan)
+    a, b = peak // 4, 3 * peak // 4
+    low, high = plan + p.sizes <= a, plan >= b
+    assert low.any() and high.any() and (~low & ~high).any()
+    s = sky.Skyline(p)
+    assert s.set_keep(plan, low, high) == np.count_nonzero(low | high)
+    assert s.dive(peak, 10**7, 0.0) == 1
+    out = s.plan()
+    dsa.validate(p, out)
+    assert np.array_equal(out[low | high], plan[low | high]) and plan_peak(p, out) == peak
+    lower = np.where(high, plan - 64, plan)
+    s.set_keep(lower, low, high)
+    assert s.dive(peak, 10**7, 0.0) == 0
+    s.set_keep(None, None)  # (and no ceiling is left behind)
+    assert s.dive(peak, 10**7, 0.0) == 1
+    dsa.validate(p, s.plan())
+
+
+def _gappy_plan(problem, rng):
+    """A valid plan whose offsets are not multiples of the sizes' common divisor: first fit in a
+    random order, each buffer lifted by a random gap."""
+    off = np.zeros(len(problem), dtype=np.int64)
+    done = []
+    for r in rng.permutation(len(problem)):
+        o = int(rng.integers(0, 64))
+        while True:
+            hit = [q for q in done if problem.starts[q] < problem.ends[r] and problem.starts[r] < problem.ends[q]
+                   and off[q] < o + problem.sizes[r] and o < off[q] + problem.sizes[q]]
+            if not hit:
+                break
+            o = max(int(off[q] + problem.sizes[q]) for q in hit) + int(rng.integers(0, 2)) * int(rng.integers(0, 64))
+        off[r] = o
+        done.append(r)
+    return off
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_band_re_packs_give_valid_lower_plans(seed):
+    # incumbents from greedy by size and plans with random gaps (offsets off the quantum, where
+    # buffers less than a quantum under a moving one must move too): every band re-pack that the
+    # search takes is a valid plan with a lower peak, and some are taken
+    rng = np.random.default_rng(seed)
+    p = rectangle_cut(int(rng.integers(20, 80)), seed=seed, pinwheel=0.4)
+    start = _gappy_plan(p, rng) if seed % 2 else dsa.solve(p, "greedy_by_size").offsets
+    dsa.validate(p, start)
+    search = sky._Search(p, start, seed, None)
+    assert search.bandable and search.quantum == np.gcd.reduce(p.sizes)
+    lowered = 0
+    for _ in range(100):
+        before = search.peak
+        if search._band(float("inf")):
+            lowered += 1
+            dsa.validate(p, search.best)
+            assert plan_peak(p, search.best) == search.peak < before
+        else:
+            assert search.peak == before
+    assert lowered > 0
+
+
+def test_band_re_packs_are_off_where_moving_by_the_quantum_breaks_an_alignment():
+    p = dsa.Problem([0, 0, 1], [2, 2, 3], [64, 128, 64], alignments=[128, 1, 1])
+    assert not sky._Search(p, dsa.solve(p, "bump").offsets, 0, None).bandable
+    p = dsa.Problem([0, 0, 1], [2, 2, 3], [64, 128, 64], alignments=[32, 1, 64])
+    assert sky._Search(p, dsa.solve(p, "bump").offsets, 0, None).bandable

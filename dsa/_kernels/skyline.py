@@ -18,7 +18,9 @@ alive at every instant (a perfect tiling) any waste ends the branch. A run with 
 both sides (a closed well) must have its bottom row covered, end to end, by unplaced buffers lying
 inside it (or wasted where there is slack): a chain of lifetimes from its left side to its right
 side, found by one backward pass over its columns. Of candidates identical in columns, size and
-alignment, a node tries only the first: the others lead to the same subtree, relabelled.
+alignment, a node tries only the first: the others lead to the same subtree, relabelled. A ceiling
+over each column (the lowest bottom of buffers kept above the ones searched) bounds the capacity
+there, so that a band between kept buffers can be re-packed.
 
 One kernel call is one dive with a node limit; the driver restarts it with random tie-breaks.
 All arrays; no allocation in the loop.
@@ -30,7 +32,7 @@ from dsa._kernels.rng import uniform
 
 
 @njit(cache=True)
-def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, h, rem, slack, placed, well, right, reach, path):
+def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed, well, right, reach, path):
     """Whether some corner of the skyline can no longer be filled.
 
     A run ``[x, y)`` of columns at one height ``H`` whose left neighbour is higher has its bottom-left
@@ -70,7 +72,7 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, h, rem, slac
                 while not ok and k < bs_ptr[u + 1]:
                     r = bs_rows[k]
                     k += 1
-                    if not placed[r] and ce[r] <= y and reach[ce[r]] and H + sz[r] <= cap and (
+                    if not placed[r] and ce[r] <= y and reach[ce[r]] and H + sz[r] <= rcap[r] and (
                             al[r] <= 1 or H % al[r] == 0):
                         ok = True
                 reach[u] = ok
@@ -83,7 +85,7 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, h, rem, slac
             cnt = 0
             for k in range(bs_ptr[x], bs_ptr[x + 1]):
                 r = bs_rows[k]
-                if not placed[r] and ce[r] <= lim and H + sz[r] <= cap and (al[r] <= 1 or H % al[r] == 0):
+                if not placed[r] and ce[r] <= lim and H + sz[r] <= rcap[r] and (al[r] <= 1 or H % al[r] == 0):
                     if path and closed and not reach[ce[r]]:
                         continue  # (no chain from its end to the well's right side)
                     cnt += 1
@@ -104,7 +106,7 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, h, rem, slac
             cnt = 0
             for k in range(be_ptr[y], be_ptr[y + 1]):
                 r = be_rows[k]
-                if not placed[r] and cs[r] > lim and H + sz[r] <= cap and (al[r] <= 1 or H % al[r] == 0):
+                if not placed[r] and cs[r] > lim and H + sz[r] <= rcap[r] and (al[r] <= 1 or H % al[r] == 0):
                     cnt += 1
                     if lim != x - 1:
                         break
@@ -121,10 +123,10 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, h, rem, slac
 
 
 @kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8", "i8", "i8", "u8[]", "f8",
-        "i8[]", "b1[]r", "i8[]r", "i8", "b1", "b1", "i8[]", "i8[]", "i8[]", "b1[]", "i8[]", "i8[]", "i8[]", "i8[]",
+        "i8[]", "b1[]r", "i8[]r", "i8[]r", "i8", "b1", "b1", "i8[]", "i8[]", "i8[]", "b1[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]",
         "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "f8[]")
 def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, rng, noise, offsets,
-         keep, h0, mrv, path, twins, h, rem, slack, placed, fr_a, fr_b, fr_h, fr_c0, fr_cn, fr_w, fr_i, fr_act, cand, score):
+         keep, h0, ceil, mrv, path, twins, h, rem, slack, placed, rcap, fr_a, fr_b, fr_h, fr_c0, fr_cn, fr_w, fr_i, fr_act, cand, score):
     """One depth-first search for a plan of peak <= ``cap``; returns ``(status, nodes)``.
 
     Parameters
@@ -152,6 +154,10 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
         Buffers already placed (they are not searched).
     h0 : int64 array
         The skyline at the start (the top of the kept buffers over each column).
+    ceil : int64 array
+        A ceiling over each column (length ``T``): the buffers placed there must end at or below it
+        as well as ``cap`` (a value of ``cap`` or more sets none). Kept buffers above a band being
+        re-packed leave their lowest bottom here.
     mrv : int
         0: branch on the lowest run; 1: on a zero-slack well with a single candidate (a forced
         move) when there is one; 2: on the zero-slack well with the fewest candidates when there is
@@ -162,8 +168,9 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
     twins : bool
         Skip a candidate identical (columns, size, alignment) to one already tried at the same node:
         its subtree is the same, with the two buffers swapped.
-    h, rem, slack : int64 arrays of length ``T``; placed : bool array; fr_* : frame stacks of length
-    ``len(fr_a)``; cand, score : candidate stack. Work space.
+    h, rem, slack : int64 arrays of length ``T``; placed : bool array; rcap : int64 array (the room
+    of each buffer: the lowest of ``cap`` and the ceilings over its columns); fr_* : frame stacks of
+    length ``len(fr_a)``; cand, score : candidate stack. Work space.
 
     Returns
     -------
@@ -185,10 +192,14 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
         placed[r] = keep[r]
         if not keep[r]:
             left += 1
+            rc = cap
             for t in range(cs[r], ce[r]):
                 rem[t] += sz[r]
+                if ceil[t] < rc:
+                    rc = ceil[t]
+            rcap[r] = rc
     for t in range(T):
-        slack[t] = cap - h[t] - rem[t]
+        slack[t] = min(cap, ceil[t]) - h[t] - rem[t]
         if slack[t] < 0 and rem[t] > 0:
             return 0, 0
     depth = 0
@@ -208,7 +219,7 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
                 return -1, nodes
             if depth >= maxd:
                 return -2, nodes
-            if _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, h, rem, slack, placed,
+            if _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed,
                      well, mrv == 3, reach, path):
                 # no alternatives: a frame that is exhausted at once
                 fr_a[depth] = 0
@@ -248,7 +259,7 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
             k1 = be_ptr[b + 1] if side == 1 else bs_ptr[a + 1]
             for k in range(k0, k1):
                 r = be_rows[k] if side == 1 else bs_rows[k]
-                if placed[r] or ce[r] > b or cs[r] < a or hmin + sz[r] > cap:
+                if placed[r] or ce[r] > b or cs[r] < a or hmin + sz[r] > rcap[r]:
                     continue
                 if al[r] > 1 and hmin % al[r] != 0:
                     continue
@@ -285,11 +296,11 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
                         land = h[t]
                 if al[r] > 1:
                     land = (land + al[r] - 1) // al[r] * al[r]
-                if hmin < land < lvl and land + sz[r] <= cap:
+                if hmin < land < lvl and land + sz[r] <= rcap[r]:
                     lvl = land
             b = a + 1
             w = 0
-            if side == 0 and lvl < big and lvl <= cap and slack[a] >= lvl - hmin:
+            if side == 0 and lvl < big and slack[a] >= lvl - hmin:
                 w = 1
             fr_a[depth] = a
             fr_b[depth] = b

@@ -9,7 +9,9 @@ incumbent's peak, now and then probes of the lower bound itself (where the bytes
 instant fill the capacity, every wasted byte ends a branch at once and the search is at its
 strongest), and a large-neighbourhood search (P. Shaw, CP 1998) that keeps the incumbent's buffers
 below a random level and re-packs the others above them with the same dives, or, turned upside down,
-keeps its top and re-packs its bottom. Busy periods (spans of time that nothing crosses) are searched
+keeps its top and re-packs its bottom, or keeps both and re-packs a band between them that takes in a
+hole of every column at the peak, so that what lies above the band can move down (the dives obey a
+ceiling over each column there). Busy periods (spans of time that nothing crosses) are searched
 apart, the one that sets the peak first.
 
 Complexity: a node costs O(T + c) for ``T`` time columns and ``c`` buffers starting at the chosen
@@ -47,6 +49,10 @@ PERFECT_NODES = 4  # node limit of the dive at the bound, per buffer
 EXTEND_SHARE = 0.5  # share of those rounds that start from the incumbent's bottom with no waste ...
 EXTEND_LO = 0.6     # ... cut at a level drawn from [EXTEND_LO, 1] of its height
 MIRROR_SHARE = 0.5  # share of the re-packs that keep the top of the incumbent and re-pack its bottom
+BAND_SHARE = 0.5    # share of the re-packs that keep its top and its bottom and re-pack a band between
+BAND_JITTER = 0.5   # the band takes in each column at the peak the hole nearest a random level, give
+                    # or take a random distance up to this share of the peak ...
+BAND_MARGIN = 0.05  # ... and a random margin up to this share of it below and above
 
 
 def luby(i: int) -> int:
@@ -61,6 +67,9 @@ def luby(i: int) -> int:
         k = 1
         while (1 << k) - 1 < i:
             k += 1
+
+
+_NO_CEILING = np.iinfo(np.int64).max
 
 
 class Skyline:
@@ -102,6 +111,8 @@ class Skyline:
         self.nodes = 0
         self.keep = np.zeros(m, np.bool_)
         self.h0 = np.zeros(T, np.int64)
+        self.ceil = np.full(T, _NO_CEILING, np.int64)
+        self.rcap = np.zeros(m, np.int64)
 
     def dive(self, cap, node_limit, noise):
         """One dive; returns the status (1 plan, 0 none, -1 limit) and fills ``self.offsets``.
@@ -120,7 +131,8 @@ class Skyline:
         status, nodes = self.K.dive(self.cs, self.ce, self.sz, self.al, self.bs_ptr, self.bs_rows,
                                     self.be_ptr, self.be_rows,
                                     self.T, int(cap), int(node_limit), self.rng, float(noise),
-                                    self.offsets, self.keep, self.h0, MRV, PATH, TWINS, self.h, self.rem, self.slack, self.placed, *self.fr,
+                                    self.offsets, self.keep, self.h0, self.ceil, MRV, PATH, TWINS, self.h, self.rem,
+                                    self.slack, self.placed, self.rcap, *self.fr,
                                     self.cand, self.score)
         self.nodes += int(nodes)
         return int(status)
@@ -133,27 +145,37 @@ class Skyline:
         off = np.asarray(offsets, dtype=np.int64)[self.rows]
         return self.set_keep(offsets, off + self.sz <= level)
 
-    def set_keep(self, offsets, keep):
+    def set_keep(self, offsets, keep, above=None):
         """Keep the rows of this problem's rows (``self.rows``) where ``keep`` is True at their offsets
         in ``offsets`` (a plan of the whole problem; None: keep nothing); the dives place the others
         above the skyline of the kept ones (the highest kept top over each column), so that a plan
-        they find never overlaps a kept row. Returns the number kept."""
+        they find never overlaps a kept row. Rows where ``above`` is True are kept too, at their
+        offsets in ``offsets``, as a ceiling: the others are placed below their lowest bottom over
+        each column (the caller makes sure that it lies above the skyline of the rows in ``keep``).
+        Returns the number kept."""
         self.keep[:] = False
         self.h0[:] = 0
+        self.ceil[:] = _NO_CEILING
         if offsets is None:
             return 0
         off = np.asarray(offsets, dtype=np.int64)[self.rows]
         self.keep[:] = keep
+        if above is not None:
+            self.keep |= above
+            k = np.flatnonzero(above)
+            np.minimum.at(self.ceil, *self._cells(k, off[k]))
         self.offsets[self.keep] = off[self.keep]
-        k = np.flatnonzero(self.keep)
-        if len(k):
-            # the skyline over each column: the highest kept top alive there (one pass, vectorised)
-            c0, c1 = self.cs[k], self.ce[k]
-            lengths = c1 - c0
-            first = np.repeat(c0 - np.cumsum(lengths) + lengths, lengths)
-            cols = first + np.arange(int(lengths.sum()))
-            np.maximum.at(self.h0, cols, np.repeat(off[k] + self.sz[k], lengths))
-        return len(k)
+        k = np.flatnonzero(keep)
+        np.maximum.at(self.h0, *self._cells(k, off[k] + self.sz[k]))
+        return int(np.count_nonzero(self.keep))
+
+    def _cells(self, k, values):
+        """The columns of the rows ``k`` (of ``self.rows``), one entry per row and column, and the
+        row's value (``values[i]`` for row ``k[i]``) at each (one pass, vectorised)."""
+        c0, c1 = self.cs[k], self.ce[k]
+        lengths = c1 - c0
+        first = np.repeat(c0 - np.cumsum(lengths) + lengths, lengths)
+        return first + np.arange(int(lengths.sum())), np.repeat(values, lengths)
 
     def plan(self):
         """The last plan found, as offsets of every row of the problem (size-0 rows at 0; kept rows
@@ -221,6 +243,11 @@ class _Search:
         self.seen = set()  # capacities whose deterministic dive (of the whole problem) was run
         # plans are turned upside down only without alignments (a mirrored offset may break one)
         self.mirrorable = bool(np.all(problem.alignments == 1))
+        # bands move the buffers above them down by the sizes' greatest common divisor, which keeps
+        # every alignment that divides it
+        sizes = problem.sizes[self.sky.rows]
+        self.quantum = int(np.gcd.reduce(sizes)) if len(sizes) else 1
+        self.bandable = bool(np.all(self.quantum % problem.alignments == 0))
 
     def round(self, deadline) -> bool:
         """One probe; returns whether it lowered the peak."""
@@ -231,6 +258,9 @@ class _Search:
         if self.rounds % FULL_EVERY == PERFECT_AT and bound < peak - 1:
             self.rounds += 1
             return self._perfect_bottom(deadline)
+        if not full and self.bandable and self.rng.random() < BAND_SHARE:
+            self.rounds += 1
+            return self._band(deadline)
         mirror = False
         cap = peak - 1
         if full:
@@ -258,6 +288,74 @@ class _Search:
                 return True
         elif full and cap == peak - 1:
             self.slice_s = min(SLICE_MAX, self.slice_s * 2)  # harder from here on: longer probes
+        return False
+
+    def _peak_holes(self, off, top):
+        """The gaps between buffers in the columns where the plan (``off`` and ``top``, of
+        ``sky.rows``) reaches the incumbent's peak, from 0 up: arrays (column, bottom, top) of each."""
+        sky = self.sky
+        rows = np.arange(len(off))
+        cols, lows = sky._cells(rows, off)
+        highs = sky._cells(rows, top)[1]
+        ctop = np.zeros(sky.T, dtype=np.int64)
+        np.maximum.at(ctop, cols, highs)
+        at = ctop[cols] == self.peak
+        order = np.lexsort((lows[at], cols[at]))
+        cols, lows, highs = cols[at][order], lows[at][order], highs[at][order]
+        below = np.zeros(len(cols), dtype=np.int64)  # the top of the buffer below (0 for the lowest)
+        same = np.r_[False, cols[1:] == cols[:-1]]
+        below[same] = highs[:-1][same[1:]]
+        gap = lows > below
+        return cols[gap], below[gap], lows[gap]
+
+    def _band(self, deadline) -> bool:
+        """Re-pack a band of the incumbent so that what lies above it can move down by a quantum;
+        returns whether the peak fell.
+
+        The band ``[a, b)`` spans a hole in every column where the incumbent reaches its peak (in
+        each, the hole nearest a random level, with random jitter and margins). The buffers that end
+        at or below ``a`` stay; of those that start at or above ``b``, the ones that reach above the
+        capacity (one quantum, the sizes' greatest common divisor, below the peak) move down by the
+        quantum, with every buffer less than a quantum under one that moves, and the others stay:
+        all of them bound the band from above (a ceiling over each column). The dives re-pack the
+        other buffers between the two, at that capacity. Where the band wastes less than a quantum
+        under a column of buffers that move, the first dive ends at once."""
+        sky, peak, g, rng = self.sky, self.peak, self.quantum, self.rng
+        off = self.best[sky.rows]
+        top = off + sky.sz
+        hc, hb, ht = self._peak_holes(off, top)
+        if len(hc) == 0:
+            return False
+        y = int(rng.integers(0, peak))
+        dist = np.maximum(0, np.maximum(hb - y, y - ht)) + rng.uniform(0, BAND_JITTER * peak, len(hc))
+        order = np.lexsort((dist, hc))
+        pick = order[np.r_[True, hc[order][1:] != hc[order][:-1]]]  # the nearest hole of each column
+        a = max(0, int(hb[pick].min() - rng.uniform(0, BAND_MARGIN) * peak))
+        b = max(a + g, int(ht[pick].max() + rng.uniform(0, BAND_MARGIN) * peak))
+        low = top <= a
+        high = (off >= b) & ~low
+        move = high & (top > peak - g)
+        # what lies less than a quantum under a moving buffer moves too (level by level, downwards:
+        # a buffer that joins starts below the level that made it join)
+        level = peak
+        while np.any(move & (off < level)):
+            level = int(off[move & (off < level)].max())
+            k = np.flatnonzero(move & (off == level))
+            cover = np.zeros(sky.T + 1, dtype=np.int64)
+            np.add.at(cover, sky.cs[k], 1)
+            np.add.at(cover, sky.ce[k], -1)
+            cover = np.concatenate([[0], np.cumsum(np.cumsum(cover)[:-1] > 0)])
+            under = np.flatnonzero(high & ~move & (top > level - g) & (top <= level))
+            move[under[cover[sky.ce[under]] > cover[sky.cs[under]]]] = True
+        moved = self.best.copy()
+        moved[sky.rows[move]] -= g
+        sky.set_keep(moved, low, high)
+        out = sky.probe(peak - g, min(deadline, time.perf_counter() + FLOOR_SLICE_S), self.unit, NOISE)
+        if isinstance(out, np.ndarray):
+            new = plan_peak(self.problem, out)
+            if new < peak:
+                self.best, self.peak = out, new
+                return True
         return False
 
     def _solid_level(self, offsets) -> int:
@@ -336,8 +434,8 @@ def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=N
     Each busy period (a span of time cut from the rest at instants where nothing lives) is searched
     on its own, from offset 0: each round works on a period at the peak. Rounds alternate between
     probes of the whole period (below the incumbent's peak, and now and then at the lower bound
-    itself) and re-packs of what lies above a level of the incumbent, below its peak; a plan lowers
-    the incumbent. The search stops early when it has found no lower plan for ``STALL_SHARE`` of
+    itself) and re-packs of part of the incumbent below its peak (what lies above a level, or below
+    it, or in a band between two levels); a plan lowers the incumbent. The search stops early when it has found no lower plan for ``STALL_SHARE`` of
     ``time_limit`` (at least ``STALL_MIN_S`` seconds), so that the caller's other searches get the
     rest. A capacity whose deterministic dive ends without a plan is proven infeasible for plans of
     this canonical form only, so it is not reported as a bound.
