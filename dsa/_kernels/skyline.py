@@ -38,7 +38,8 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, sla
     A run ``[x, y)`` of columns at one height ``H`` whose left neighbour is higher has its bottom-left
     cell covered only by a buffer that starts at column ``x`` (one alive before ``x`` would sit above
     the neighbour); when the slack at ``x`` is 0 the cell cannot stay empty, so such an unplaced buffer
-    must exist, ending before the first higher column and fitting under ``cap``. The same holds on the
+    must exist, ending before the first higher column and fitting under its room (``rcap``: the
+    capacity, or a ceiling over its columns where lower). The same holds on the
     right (a buffer ending at ``y``). O(T + buffers starting or ending at the corners).
 
     With ``path``, a closed well (higher neighbours on both sides) needs a chain of unplaced buffers
