@@ -1,5 +1,7 @@
 """The skyline search (dsa.strategies._skyline): valid plans, never worse, improves a bad plan, finds
 perfect tilings, and best / improve_plan use it (no timed assertions)."""
+import time
+
 import numpy as np
 import pytest
 
@@ -353,3 +355,64 @@ def test_band_re_packs_are_off_where_moving_by_the_quantum_breaks_an_alignment()
     assert not sky._Search(p, dsa.solve(p, "bump").offsets, 0, None).bandable
     p = dsa.Problem([0, 0, 1], [2, 2, 3], [64, 128, 64], alignments=[32, 1, 64])
     assert sky._Search(p, dsa.solve(p, "bump").offsets, 0, None).bandable
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cover_max_matches_filling_each_range(seed):
+    from dsa._kernels import skyline as kernels
+
+    rng = np.random.default_rng(seed)
+    for _ in range(200):
+        T, n = int(rng.integers(1, 40)), int(rng.integers(0, 30))
+        cs = rng.integers(0, T, n)
+        ce = np.minimum(T, cs + rng.integers(1, T + 1, n))
+        vals, out = rng.integers(-50, 50, n), rng.integers(-20, 20, T)
+        expect = out.copy()
+        for i in range(n):
+            expect[cs[i]:ce[i]] = np.maximum(expect[cs[i]:ce[i]], vals[i])
+        kernels.cover_max(cs, ce, vals, out)
+        assert np.array_equal(out, expect)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_peak_holes_are_the_gaps_of_the_columns_at_the_peak(seed):
+    rng = np.random.default_rng(seed)
+    p = rectangle_cut(int(rng.integers(20, 80)), seed=seed, pinwheel=0.4)
+    search = sky._Search(p, _gappy_plan(p, rng), seed, None)
+    s = search.sky
+    off = search.best[s.rows]
+    top = off + s.sz
+    expect = set()
+    for t in range(s.T):
+        alive = np.flatnonzero((s.cs <= t) & (t < s.ce))
+        if top[alive].max() != search.peak:
+            continue
+        below = 0
+        for r in alive[np.argsort(off[alive])]:
+            if off[r] > below:
+                expect.add((t, below, int(off[r])))
+            below = int(top[r])
+    got = set(zip(*(a.tolist() for a in search._peak_holes(off, top))))
+    assert got == expect and expect
+
+
+def test_band_re_packs_give_up_where_the_columns_at_the_peak_hold_too_many_buffers(monkeypatch):
+    p = rectangle_cut(60, seed=1, pinwheel=0.4)
+    search = sky._Search(p, dsa.solve(p, "greedy_by_size").offsets, 0, None)
+    before = search.best.copy()
+    monkeypatch.setattr(sky, "HOLES_MAX_CELLS", 0)
+    assert not search._band(float("inf"))
+    assert np.array_equal(search.best, before)
+
+
+def test_a_dive_past_its_deadline_ends_at_its_first_node():
+    # with its deadline passed, a dive stops at its first node (status -1: no plan and no proof),
+    # though the node limit allows the complete search, which finds the known optimal plan
+    p, plan = rectangle_cut(60, seed=2, pinwheel=0.4, return_plan=True)
+    s = sky.Skyline(p)
+    s.deadline = time.perf_counter() - 1.0
+    assert s.dive(plan_peak(p, plan), 10**7, 0.0) == -1
+    assert s.nodes == 1
+    s.deadline = time.perf_counter() + 3600.0
+    assert s.dive(plan_peak(p, plan), 10**7, 0.0) == 1
+    dsa.validate(p, s.plan())

@@ -123,10 +123,10 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, sla
     return False
 
 
-@kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8", "i8", "i8", "u8[]", "f8",
+@kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8", "i8", "i8", "i8", "u8[]", "f8",
         "i8[]", "b1[]r", "i8[]r", "i8[]r", "i8", "b1", "b1", "i8[]", "i8[]", "i8[]", "b1[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]",
         "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "f8[]")
-def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, rng, noise, offsets,
+def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, work_limit, rng, noise, offsets,
          keep, h0, ceil, mrv, path, twins, h, rem, slack, placed, rcap, fr_a, fr_b, fr_h, fr_c0, fr_cn, fr_w, fr_i, fr_act, cand, score):
     """One depth-first search for a plan of peak <= ``cap``; returns ``(status, nodes)``.
 
@@ -145,6 +145,10 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
     cap : int
         Capacity.
     node_limit : int
+    work_limit : int
+        A limit on the work, counted in column steps (two passes over the columns per node, and the
+        columns of the buffers each node places or looks at to raise a column): a node's cost grows
+        with the columns and with long lifetimes, so that a caller with a deadline limits this too.
     rng : uint64 array of length 1
         Random state (tie-breaks perturbed by ``noise``).
     noise : float
@@ -177,8 +181,8 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
     -------
     status : int
         1: a plan (in ``offsets``); 0: none exists in the canonical space (a proof for this capacity
-        when ``noise`` is 0 and no stack overflowed); -1: node limit, or the candidate stack was too
-        small; -2: the frame stack was too small (the caller grows it and dives again).
+        when ``noise`` is 0 and no stack overflowed); -1: node or work limit, or the candidate stack
+        was too small; -2: the frame stack was too small (the caller grows it and dives again).
     nodes : int
     """
     n = len(sz)
@@ -210,13 +214,15 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
     maxc = len(cand)
     truncated = False
     need_new = True
+    work = 0
     big = np.int64(1) << 62
     while True:
         if need_new:
             if left == 0:
                 return 1, nodes
             nodes += 1
-            if nodes > node_limit:
+            work += 2 * T
+            if nodes > node_limit or work > work_limit:
                 return -1, nodes
             if depth >= maxd:
                 return -2, nodes
@@ -258,6 +264,7 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
             c0 = ctop
             k0 = be_ptr[b] if side == 1 else bs_ptr[a]
             k1 = be_ptr[b + 1] if side == 1 else bs_ptr[a + 1]
+            work += k1 - k0
             for k in range(k0, k1):
                 r = be_rows[k] if side == 1 else bs_rows[k]
                 if placed[r] or ce[r] > b or cs[r] < a or hmin + sz[r] > rcap[r]:
@@ -274,6 +281,7 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
                     sc += noise * uniform(rng)
                 # insertion into the frame's candidates, by decreasing score
                 j = ctop
+                work += ctop - c0
                 while j > c0 and score[j - 1] < sc:
                     cand[j] = cand[j - 1]
                     score[j] = score[j - 1]
@@ -291,6 +299,7 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
                 r = bs_rows[k]
                 if placed[r]:
                     continue
+                work += ce[r] - cs[r]
                 land = hmin
                 for t in range(cs[r], ce[r]):
                     if h[t] > land:
@@ -334,6 +343,7 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
                             break
                     if same:
                         continue
+                work += ce[r] - cs[r]
                 for t in range(cs[r], ce[r]):
                     h[t] = hmin + sz[r]
                     rem[t] -= sz[r]
@@ -372,3 +382,30 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, r
                 h[t] = hmin
                 slack[t] += d
         need_new = False
+
+
+@kernel("i8[]r", "i8[]r", "i8[]r", "i8[]")
+def cover_max(cs, ce, vals, out):
+    """Raise ``out[t]`` to the highest ``vals[i]`` of the ranges ``[cs[i], ce[i])`` that hold ``t``.
+
+    The ranges are taken from the highest value down, and each column is set once, by the first
+    range that reaches it: a pointer from each column to the next one not yet set (path halving)
+    skips the set ones. O(n log n + T + n alpha) for ``n`` ranges over ``T = len(out)`` columns,
+    where filling the ranges one by one costs the sum of their lengths (up to ``n T``).
+    """
+    T = len(out)
+    nxt = np.arange(T + 1)  # nxt[t]: a column >= t, the next one not yet set where nxt[t] == t
+    order = np.argsort(-vals, kind="mergesort")
+    for i in order:
+        t = cs[i]
+        while t < ce[i]:
+            # the next column not set yet, from t (path halving)
+            while nxt[t] != t:
+                nxt[t] = nxt[nxt[t]]
+                t = nxt[t]
+            if t >= ce[i]:
+                break
+            if vals[i] > out[t]:
+                out[t] = vals[i]
+            nxt[t] = t + 1
+            t += 1

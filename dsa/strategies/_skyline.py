@@ -44,6 +44,9 @@ LOAD_EVERY = 4    # every this many probes, one probes the lower bound itself
 # node limit of the shortest dive: this many per row and per time column (wasted-space steps raise
 # one column at a time, so where columns are many a dive takes more nodes than it has buffers)
 UNIT_ROWS, UNIT_COLS = 2, 2
+# column steps of a dive per second left before the deadline (see Skyline.dive): one takes 0.5-3 ns
+# on the machine where this was measured, so a dive ends before the deadline
+WORK_PER_S = 300_000_000
 PERFECT_AT = 2  # the round of each FULL_EVERY that builds a bottom with no waste and re-packs above it
 PERFECT_NODES = 4  # node limit of the dive at the bound, per buffer
 EXTEND_SHARE = 0.5  # share of those rounds that start from the incumbent's bottom with no waste ...
@@ -53,6 +56,7 @@ BAND_SHARE = 0.5    # share of the re-packs that keep its top and its bottom and
 BAND_JITTER = 0.5   # the band takes in each column at the peak the hole nearest a random level, give
                     # or take a random distance up to this share of the peak ...
 BAND_MARGIN = 0.05  # ... and a random margin up to this share of it below and above
+HOLES_MAX_CELLS = 1 << 22  # no band where the columns at the peak hold more buffers than this in all
 
 
 def luby(i: int) -> int:
@@ -113,24 +117,32 @@ class Skyline:
         self.h0 = np.zeros(T, np.int64)
         self.ceil = np.full(T, _NO_CEILING, np.int64)
         self.rcap = np.zeros(m, np.int64)
+        self.deadline = None  # (see dive)
 
     def dive(self, cap, node_limit, noise):
         """One dive; returns the status (1 plan, 0 none, -1 limit) and fills ``self.offsets``.
 
-        The frame stack grows (doubles) when a dive runs out of it: wasted-space steps, one per column
-        raised, can outnumber the buffers many times where time columns are many."""
+        With ``self.deadline`` set (a ``time.perf_counter()`` value; None: no limit), its work is
+        limited to ``WORK_PER_S`` column steps per second left (see :func:`dsa._kernels.skyline.dive`):
+        where columns are many and lifetimes long, a node costs far more than usual, and a node limit
+        alone let one dive outlast the caller's deadline many times over. The frame stack grows
+        (doubles) when a dive runs out of it: wasted-space steps, one per column raised, can
+        outnumber the buffers many times where time columns are many."""
+        work = _NO_CEILING
+        if self.deadline is not None:
+            work = int(max(0.0, self.deadline - time.perf_counter()) * WORK_PER_S) + 1
         while True:
             state = self.rng.copy()
-            status = self._dive(cap, node_limit, noise)
+            status = self._dive(cap, node_limit, work, noise)
             if status != -2:
                 return status
             self.rng[:] = state  # the same dive again, deeper
             self.fr = [np.zeros(2 * len(a), np.int64) for a in self.fr]
 
-    def _dive(self, cap, node_limit, noise):
+    def _dive(self, cap, node_limit, work_limit, noise):
         status, nodes = self.K.dive(self.cs, self.ce, self.sz, self.al, self.bs_ptr, self.bs_rows,
                                     self.be_ptr, self.be_rows,
-                                    self.T, int(cap), int(node_limit), self.rng, float(noise),
+                                    self.T, int(cap), int(node_limit), int(work_limit), self.rng, float(noise),
                                     self.offsets, self.keep, self.h0, self.ceil, MRV, PATH, TWINS, self.h, self.rem,
                                     self.slack, self.placed, self.rcap, *self.fr,
                                     self.cand, self.score)
@@ -163,19 +175,13 @@ class Skyline:
         if above is not None:
             self.keep |= above
             k = np.flatnonzero(above)
-            np.minimum.at(self.ceil, *self._cells(k, off[k]))
+            low = -self.ceil  # (the lowest bottom over each column: the highest of their negatives)
+            self.K.cover_max(self.cs[k], self.ce[k], -off[k], low)
+            self.ceil[:] = -low
         self.offsets[self.keep] = off[self.keep]
         k = np.flatnonzero(keep)
-        np.maximum.at(self.h0, *self._cells(k, off[k] + self.sz[k]))
+        self.K.cover_max(self.cs[k], self.ce[k], off[k] + self.sz[k], self.h0)
         return int(np.count_nonzero(self.keep))
-
-    def _cells(self, k, values):
-        """The columns of the rows ``k`` (of ``self.rows``), one entry per row and column, and the
-        row's value (``values[i]`` for row ``k[i]``) at each (one pass, vectorised)."""
-        c0, c1 = self.cs[k], self.ce[k]
-        lengths = c1 - c0
-        first = np.repeat(c0 - np.cumsum(lengths) + lengths, lengths)
-        return first + np.arange(int(lengths.sum())), np.repeat(values, lengths)
 
     def plan(self):
         """The last plan found, as offsets of every row of the problem (size-0 rows at 0; kept rows
@@ -198,6 +204,13 @@ class Skyline:
             if status == 0 and first:
                 return "infeasible"
         return None
+
+
+def _ranges(lo, hi):
+    """For the ranges ``[lo[i], hi[i])``: ``i`` once per element, and the elements (vectorised)."""
+    lengths = hi - lo
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    return owner, np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths) + lo[owner]
 
 
 _warm: list = []
@@ -292,16 +305,21 @@ class _Search:
 
     def _peak_holes(self, off, top):
         """The gaps between buffers in the columns where the plan (``off`` and ``top``, of
-        ``sky.rows``) reaches the incumbent's peak, from 0 up: arrays (column, bottom, top) of each."""
+        ``sky.rows``) reaches the incumbent's peak, from 0 up: arrays (column, bottom, top) of each;
+        none where those columns hold more than ``HOLES_MAX_CELLS`` buffers in all. O(rows log T +
+        the buffers in those columns)."""
         sky = self.sky
-        rows = np.arange(len(off))
-        cols, lows = sky._cells(rows, off)
-        highs = sky._cells(rows, top)[1]
-        ctop = np.zeros(sky.T, dtype=np.int64)
-        np.maximum.at(ctop, cols, highs)
-        at = ctop[cols] == self.peak
-        order = np.lexsort((lows[at], cols[at]))
-        cols, lows, highs = cols[at][order], lows[at][order], highs[at][order]
+        k = np.flatnonzero(top == self.peak)  # the columns at the peak are theirs
+        mark = np.zeros(sky.T + 1, dtype=np.int64)
+        np.add.at(mark, sky.cs[k], 1)
+        np.add.at(mark, sky.ce[k], -1)
+        at = np.flatnonzero(np.cumsum(mark)[:-1] > 0)
+        lo, hi = np.searchsorted(at, sky.cs), np.searchsorted(at, sky.ce)
+        if int((hi - lo).sum()) > HOLES_MAX_CELLS:
+            return (np.zeros(0, dtype=np.int64),) * 3
+        owner, j = _ranges(lo, hi)  # each buffer in each column at the peak
+        order = np.lexsort((off[owner], j))
+        cols, lows, highs = at[j[order]], off[owner[order]], top[owner[order]]
         below = np.zeros(len(cols), dtype=np.int64)  # the top of the buffer below (0 for the lowest)
         same = np.r_[False, cols[1:] == cols[:-1]]
         below[same] = highs[:-1][same[1:]]
@@ -497,6 +515,7 @@ def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=N
             if searches[j] is None:
                 rows = periods[j]
                 searches[j] = _Search(problem.take(rows), best[rows], int(seeds[j]), unit)
+                searches[j].sky.deadline = deadline  # (no dive outlasts the search)
         if any(searches[j].peak <= searches[j].bound for j in top):
             break  # a period at the peak is at its own bound: so is the whole plan
         if time.perf_counter() - last > stall:
