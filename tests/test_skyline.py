@@ -416,3 +416,25 @@ def test_a_dive_past_its_deadline_ends_at_its_first_node():
     s.deadline = time.perf_counter() + 3600.0
     assert s.dive(plan_peak(p, plan), 10**7, 0.0) == 1
     dsa.validate(p, s.plan())
+
+
+def test_the_first_round_calibrates_the_dives_unit_on_a_nearly_continuous_cut():
+    # sizes and lifetimes nearly all distinct: a dive takes a few times more nodes than the default
+    # unit to reach a plan, so the first round (one long deterministic dive) sets the unit to what it
+    # took and lowers the peak of a greedy plan
+    p = rectangle_cut(400, seed=3, pinwheel=0.2, cells_per_buffer=1024)
+    search = sky._Search(p, dsa.solve(p, "greedy_by_size").offsets, 0, None)
+    unit, peak = search.unit, search.peak
+    assert search.round(float("inf"))
+    dsa.validate(p, search.best)
+    assert search.calibrated and plan_peak(p, search.best) == search.peak < peak
+    assert search.unit == search.sky.nodes > unit
+    assert search.rounds == 0  # (the schedule of the other rounds is unchanged)
+
+
+def test_a_calibration_dive_that_proves_its_capacity_infeasible_marks_it_seen():
+    p, plan = rectangle_cut(60, seed=4, pinwheel=0.4, return_plan=True)
+    search = sky._Search(p, plan, 0, None)  # at LOAD: one byte less is infeasible
+    assert not search.round(float("inf"))
+    assert search.calibrated and search.seen == {search.peak - 1}
+    assert np.array_equal(search.best, plan)

@@ -57,6 +57,11 @@ BAND_JITTER = 0.5   # the band takes in each column at the peak the hole nearest
                     # or take a random distance up to this share of the peak ...
 BAND_MARGIN = 0.05  # ... and a random margin up to this share of it below and above
 HOLES_MAX_CELLS = 1 << 22  # no band where the columns at the peak hold more buffers than this in all
+# the first round of a search is one deterministic dive below the incumbent's peak with this many
+# times the node limit of the shortest dive, and at most this share of the time left; when it finds
+# a plan, the dives' unit becomes at least the nodes it took (see _Search._calibrate)
+CALIBRATE_UNITS = 64
+CALIBRATE_SHARE = 0.25
 
 
 def luby(i: int) -> int:
@@ -130,7 +135,8 @@ class Skyline:
         outnumber the buffers many times where time columns are many."""
         work = _NO_CEILING
         if self.deadline is not None:
-            work = int(max(0.0, self.deadline - time.perf_counter()) * WORK_PER_S) + 1
+            steps = max(0.0, self.deadline - time.perf_counter()) * WORK_PER_S
+            work = int(steps) + 1 if steps < _NO_CEILING else _NO_CEILING  # (an infinite deadline too)
         while True:
             state = self.rng.copy()
             status = self._dive(cap, node_limit, work, noise)
@@ -261,9 +267,12 @@ class _Search:
         sizes = problem.sizes[self.sky.rows]
         self.quantum = int(np.gcd.reduce(sizes)) if len(sizes) else 1
         self.bandable = bool(np.all(self.quantum % problem.alignments == 0))
+        self.calibrated = False
 
     def round(self, deadline) -> bool:
         """One probe; returns whether it lowered the peak."""
+        if not self.calibrated:
+            return self._calibrate(deadline)
         sky, peak, bound = self.sky, self.peak, self.bound
         # one probe of the whole problem every FULL_EVERY rounds (every LOAD_EVERY-th of those at the
         # bound itself), the others re-pack what lies above a level of the incumbent
@@ -301,6 +310,43 @@ class _Search:
                 return True
         elif full and cap == peak - 1:
             self.slice_s = min(SLICE_MAX, self.slice_s * 2)  # harder from here on: longer probes
+        return False
+
+    def _calibrate(self, deadline) -> bool:
+        """The first round: one deterministic dive of the whole problem one byte below the incumbent's
+        peak, with ``CALIBRATE_UNITS`` times the node limit of the shortest dive and at most
+        ``CALIBRATE_SHARE`` of the time left; returns whether the peak fell.
+
+        The nodes a dive takes to reach a plan without backtracking vary with the instance far more
+        than the default unit (a share of rows and time columns) does: on coarse cuts a straight dive
+        takes fewer nodes than the unit, on nearly continuous ones (sizes and lifetimes almost all
+        distinct, where many wasted-space steps raise one run at a time) ten to twenty-five times
+        more, so that no dive of the other rounds could finish and the search found nothing. When
+        this dive finds a plan, the unit becomes at least the nodes it took; when it ends without one
+        (its complete search is a proof for the canonical space), the capacity counts as seen."""
+        sky, cap = self.sky, self.peak - 1
+        self.calibrated = True
+        kept = sky.deadline
+        now = time.perf_counter()
+        sky.deadline = min(deadline, now + CALIBRATE_SHARE * max(0.0, deadline - now))
+        if kept is not None:
+            sky.deadline = min(sky.deadline, kept)
+        sky.set_floor(None)
+        before = sky.nodes
+        try:
+            status = sky.dive(cap, CALIBRATE_UNITS * self.unit, 0.0)
+        finally:
+            sky.deadline = kept
+        if status == 0:
+            self.seen.add(cap)
+        if status != 1:
+            return False
+        self.unit = max(self.unit, sky.nodes - before)
+        out = sky.plan()
+        new = plan_peak(self.problem, out)
+        if new < self.peak:
+            self.best, self.peak = out, new
+            return True
         return False
 
     def _peak_holes(self, off, top):
