@@ -71,8 +71,8 @@ bench-generalise: $(PY)
 # into dsa's). exact against supermalloc on MiniMalloc's challenging instances, 20 s per instance each,
 # supermalloc on 2 and on 8 threads (about 10 minutes); writes docs/results/peers_exact_{2,8}threads.{json,md}.
 # Then best and exact against omnimalloc's tabu search, TelaMalloc, supermalloc and simulated annealing
-# on 12 rectangle-cut instances (optimum = LOAD, 250-5,000 buffers), 20 s each, the peers also at 1 and
-# 5 s (about 30 minutes); writes docs/results/peers_generated.{json,md,png} and out/peers_generated.json.
+# on 16 rectangle-cut instances (optimum = LOAD, 250-5,000 buffers), 20 s each, the peers also at 1 and
+# 5 s (about 35 minutes); writes docs/results/peers_generated.{json,md,png} and out/peers_generated.json.
 PEERS_VENV ?= .venv-peers
 bench-peers: $(PY)
 	$(PIP) -e ".[plot]"
