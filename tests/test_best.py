@@ -148,6 +148,24 @@ def test_the_time_limit_also_ends_the_portfolio():
     assert 1 <= len(sol.stats["peaks"]) < 10**6
 
 
+def test_the_portfolio_starts_no_wave_that_the_time_left_cannot_hold(monkeypatch):
+    # each greedy member takes 0.3 s (on large problems with long lifetimes one pass can take a
+    # second): after the first, less time is left than it took, so no second one starts
+    import dsa.strategies.best as best_module
+
+    real = best_module.greedy_offsets
+
+    def slow(*args, **kwargs):
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(best_module, "greedy_offsets", slow)
+    p = dsa.data.load("A.1048576").replace(capacity=None)
+    sol = dsa.solve(p, "best", members=["size/first", "size/best", "area/first"], time_limit=0.5,
+                    improve=False)
+    assert sol.success and sol.stats["portfolio_cut"] and list(sol.stats["peaks"]) == ["size/first"]
+
+
 def test_plain_calls_repeat():
     """No seed means seed 0: the randomised members (buchsbaum) do not make best vary between calls."""
     p = dsa.data.load("D.1048576").replace(capacity=None)

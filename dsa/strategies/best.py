@@ -154,9 +154,10 @@ def _is_greedy(member) -> bool:
 
 def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_max_n=None,
                engine="auto", context=None):
-    """Phase 1: run the members in order, keep the lowest peak; stop at ``bound``, or when the budget
-    is spent once a plan exists (``cut`` in the result says so). ``engine`` is the greedy members'
-    (see :func:`dsa.strategies.greedy.greedy_offsets`).
+    """Phase 1: run the members in order, keep the lowest peak; stop at ``bound``, or once a plan
+    exists when the budget is spent or has less time left than the last wave of greedy members took
+    (``cut`` in the result says so: on large problems with long lifetimes one greedy pass can take
+    a second). ``engine`` is the greedy members' (see :func:`dsa.strategies.greedy.greedy_offsets`).
 
     On large problems consecutive greedy members run a few at a time on a thread pool (the
     placement kernel releases the GIL); results are taken in member order, so the outcome does not
@@ -192,6 +193,7 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
 
     workers = max_threads(min(os.cpu_count() or 1, MAX_THREADS)) if len(problem) >= PARALLEL_MIN_N else 1
     pool = ThreadPoolExecutor(workers) if workers > 1 else None
+    wave_s = 0.0  # how long the last wave of greedy members took
     try:
         member, done = next(stream, None), False
         while member is not None and not done:
@@ -199,15 +201,20 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
                 state["cut"] = True
                 break
             if _is_greedy(member):
+                if state["best"] is not None and budget.remaining() < wave_s:
+                    state["cut"] = True  # another wave would end past the deadline
+                    break
                 wave = []
                 while member is not None and _is_greedy(member) and len(wave) < workers:
                     wave.append(prepare(member))
                     member = next(stream, None)
+                t_wave = time.perf_counter()
                 results = pool.map(place, wave) if pool is not None else map(place, wave)
                 for job, offsets in zip(wave, results):
                     if record(job[0], offsets):
                         done = True
                         break
+                wave_s = time.perf_counter() - t_wave
                 continue
             current, member = member, next(stream, None)
             if members_max_n is not None and (len(problem) > members_max_n or sweep.dense):
