@@ -495,14 +495,16 @@ class _Search:
 def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=None, unit=None):
     """Lower the peak of a plan with restarted skyline dives until ``time_limit`` or the bound.
 
-    Each busy period (a span of time cut from the rest at instants where nothing lives) is searched
-    on its own, from offset 0: each round works on a period at the peak. Rounds alternate between
-    probes of the whole period (below the incumbent's peak, and now and then at the lower bound
-    itself) and re-packs of part of the incumbent below its peak (what lies above a level, or below
-    it, or in a band between two levels); a plan lowers the incumbent. The search stops early when it has found no lower plan for ``STALL_SHARE`` of
-    ``time_limit`` (at least ``STALL_MIN_S`` seconds), so that the caller's other searches get the
-    rest. A capacity whose deterministic dive ends without a plan is proven infeasible for plans of
-    this canonical form only, so it is not reported as a bound.
+    Each busy period (a span of time cut from the rest at instants where nothing lives) is searched on
+    its own, from offset 0: each round works on a period at the peak. A period's first round is one long
+    deterministic dive that sets the node limits of the others (see ``_Search._calibrate``); then rounds
+    alternate between probes of the whole period (below the incumbent's peak, and now and then at the
+    lower bound itself) and re-packs of part of the incumbent below its peak (what lies above a level,
+    or below it, or in a band between two levels); a plan lowers the incumbent. The search stops early
+    when it has found no lower plan for ``STALL_SHARE`` of ``time_limit`` (at least ``STALL_MIN_S``
+    seconds), so that the caller's other searches get the rest. A capacity whose deterministic dive ends
+    without a plan is proven infeasible for plans of this canonical form only, so it is not reported as
+    a bound.
 
     Parameters
     ----------
