@@ -219,3 +219,25 @@ def test_the_portfolio_head_never_imports_numba():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[1] == "False", out.stdout
+
+
+def test_a_first_wave_slowed_by_compiling_does_not_end_the_portfolio(monkeypatch):
+    # the first greedy member takes 0.3 s, all of it compiling (as in a first call with an empty
+    # numba cache, where the deadline moves by it): the next members still run
+    import dsa.strategies.best as best_module
+
+    real, compiled = best_module.greedy_offsets, [0.0]
+
+    def first_compiles(*args, **kwargs):
+        if not compiled[0]:
+            time.sleep(0.3)
+            compiled[0] = 0.3
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(best_module, "greedy_offsets", first_compiles)
+    monkeypatch.setattr(best_module, "jit_seconds", lambda: compiled[0])
+    p = dsa.data.load("A.1048576").replace(capacity=None)
+    sol = dsa.solve(p, "best", members=["size/first", "size/best", "area/first"], time_limit=0.5,
+                    improve=False)
+    assert sol.success and not sol.stats.get("portfolio_cut")
+    assert list(sol.stats["peaks"]) == ["size/first", "size/best", "area/first"]
