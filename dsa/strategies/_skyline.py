@@ -223,22 +223,25 @@ _warm: list = []
 
 
 def warm() -> None:
-    """Load the dive kernel (compile it, or read numba's cache) with a problem of one buffer; callers
-    do this before their clock starts."""
+    """Load the dive kernel and the floor's (compile them, or read numba's cache) with a problem of one
+    buffer; callers do this before their clock starts."""
     if not _warm:
         from dsa.problem import Problem
 
-        Skyline(Problem([0], [1], [1])).dive(1, 10, 0.0)
+        sky = Skyline(Problem([0], [1], [1]))
+        sky.set_keep(np.zeros(1, np.int64), np.ones(1, np.bool_))  # (loads cover_max)
+        sky.set_keep(None, None)
+        sky.dive(1, 10, 0.0)
         _warm.append(True)
 
 
 def ready() -> bool:
-    """Whether the dive kernel runs without compiling: compiled in this process or in numba's cache
-    (:func:`dsa._kernels.compiled`). Compiling it costs about 3 s."""
+    """Whether the dive kernel (and the floor's, ``cover_max``) run without compiling: compiled in
+    this process or in numba's cache (:func:`dsa._kernels.compiled`). Compiling them costs about 3 s."""
     from dsa._kernels import compiled
     from dsa._kernels import skyline as K
 
-    return compiled(K.dive)
+    return compiled(K.dive) and compiled(K.cover_max)
 
 
 def supported(problem) -> bool:
