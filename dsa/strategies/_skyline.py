@@ -189,6 +189,14 @@ class Skyline:
         self.K.cover_max(self.cs[k], self.ce[k], off[k] + self.sz[k], self.h0)
         return int(np.count_nonzero(self.keep))
 
+    def column_sums(self, k, values):
+        """Over each time column, the sum of ``values`` (one per row of ``k``, rows of ``self.rows``,
+        or one for all) of the rows ``k`` alive there: O(len(k) + T)."""
+        delta = np.zeros(self.T + 1, dtype=np.int64)
+        np.add.at(delta, self.cs[k], values)
+        np.add.at(delta, self.ce[k], -np.asarray(values))
+        return np.cumsum(delta)[:-1]
+
     def plan(self):
         """The last plan found, as offsets of every row of the problem (size-0 rows at 0; kept rows
         where the floor had them)."""
@@ -359,10 +367,7 @@ class _Search:
         the buffers in those columns)."""
         sky = self.sky
         k = np.flatnonzero(top == self.peak)  # the columns at the peak are theirs
-        mark = np.zeros(sky.T + 1, dtype=np.int64)
-        np.add.at(mark, sky.cs[k], 1)
-        np.add.at(mark, sky.ce[k], -1)
-        at = np.flatnonzero(np.cumsum(mark)[:-1] > 0)
+        at = np.flatnonzero(sky.column_sums(k, 1) > 0)
         lo, hi = np.searchsorted(at, sky.cs), np.searchsorted(at, sky.ce)
         if int((hi - lo).sum()) > HOLES_MAX_CELLS:
             return (np.zeros(0, dtype=np.int64),) * 3
@@ -408,10 +413,7 @@ class _Search:
         while np.any(move & (off < level)):
             level = int(off[move & (off < level)].max())
             k = np.flatnonzero(move & (off == level))
-            cover = np.zeros(sky.T + 1, dtype=np.int64)
-            np.add.at(cover, sky.cs[k], 1)
-            np.add.at(cover, sky.ce[k], -1)
-            cover = np.concatenate([[0], np.cumsum(np.cumsum(cover)[:-1] > 0)])
+            cover = np.concatenate([[0], np.cumsum(sky.column_sums(k, 1) > 0)])
             under = np.flatnonzero(high & ~move & (top > level - g) & (top <= level))
             move[under[cover[sky.ce[under]] > cover[sky.cs[under]]]] = True
         moved = self.best.copy()
@@ -439,10 +441,7 @@ class _Search:
             keep = tops <= levels[mid]
             sky.set_keep(offsets, keep)
             k = np.flatnonzero(keep)
-            delta = np.zeros(sky.T + 1, dtype=np.int64)
-            np.add.at(delta, sky.cs[k], sky.sz[k])
-            np.add.at(delta, sky.ce[k], -sky.sz[k])
-            if np.array_equal(np.cumsum(delta)[:-1], sky.h0):
+            if np.array_equal(sky.column_sums(k, sky.sz[k]), sky.h0):
                 lo = mid + 1
             else:
                 hi = mid
