@@ -438,3 +438,107 @@ def test_a_calibration_dive_that_proves_its_capacity_infeasible_marks_it_seen():
     assert not search.round(float("inf"))
     assert search.calibrated and search.seen == {search.peak - 1}
     assert np.array_equal(search.best, plan)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_table_of_dead_states_never_changes_a_verdict_and_never_adds_nodes(seed, monkeypatch):
+    # a complete deterministic dive searches the same tree in the same order with the table of dead
+    # states, less the subtrees of states met before: the same verdict, never more nodes
+    p = rectangle_cut(16, seed=seed, pinwheel=0.4, cells_per_buffer=4)
+    load = dsa.load(p)
+    for cap in range(load, load + 4 * 64 + 1, 64):
+        seen = {}
+        for memo in (False, True):
+            monkeypatch.setattr(sky, "MEMO", memo)
+            s = sky.Skyline(p)
+            seen[memo] = (s.dive(cap, 10**7, 0.0), s.nodes)
+            assert seen[memo][0] in (0, 1)
+            if seen[memo][0] == 1:
+                dsa.validate(p, s.plan())
+                assert plan_peak(p, s.plan()) <= cap
+        assert seen[True][0] == seen[False][0] and seen[True][1] <= seen[False][1], cap
+
+
+def test_dead_states_are_kept_per_capacity_and_per_floor():
+    # a capacity searched to the end is dead at once the next time; a larger capacity, or the same one
+    # above another floor, is searched afresh
+    rng = np.random.default_rng(0)
+    for _ in range(200):  # a small problem that does not fit in LOAD, found after a search
+        starts = rng.integers(0, 8, 12)
+        p = dsa.Problem(starts, starts + rng.integers(1, 5, 12), rng.integers(1, 9, 12))
+        s = sky.Skyline(p)
+        if s.dive(dsa.load(p), 10**6, 0.0) == 0 and s.nodes > 2:
+            break
+    else:
+        pytest.fail("no small problem infeasible at LOAD")
+    assert len(s.memo) > 0
+    before = s.nodes
+    assert s.dive(dsa.load(p), 10**6, 0.5) == 0
+    assert s.nodes - before == 1  # its root is in the table
+    assert s.dive(2 * dsa.load(p), 10**6, 0.0) == 1
+    plan = s.plan()
+    dsa.validate(p, plan)
+    s.set_floor(plan, plan_peak(p, plan) // 2)
+    assert s.salt != 0
+    assert s.dive(plan_peak(p, plan), 10**6, 0.0) == 1  # (the floor's own plan is there to find)
+    s.set_floor(None)
+    before = s.nodes
+    assert s.salt == 0 and s.dive(dsa.load(p), 10**6, 0.0) == 0 and s.nodes - before == 1
+
+
+def test_bound_look_tiles_every_busy_period_at_the_bound():
+    # short lifetimes: the rectangle falls apart into busy periods, each tiled at LOAD on its own
+    for seed in range(3):
+        p = rectangle_cut(120, seed=seed, pinwheel=0.3, lifetimes="short")
+        start = _stacked(p)
+        out = sky.bound_look(p, start, dsa.load(p), time.perf_counter() + 60, seed=seed)
+        assert out is not None
+        dsa.validate(p, out)
+        assert plan_peak(p, out) == dsa.load(p)
+
+
+def test_bound_look_gives_up_on_a_capacity_it_proves_out_of_reach_and_at_its_deadline():
+    p = dsa.Problem([0, 0], [2, 2], [4, 4])
+    assert sky.bound_look(p, np.array([0, 4]), 7, time.perf_counter() + 60) is None
+    out = sky.bound_look(p, np.array([0, 4]), 8, time.perf_counter() + 60)
+    assert np.array_equal(np.sort(out), [0, 4])
+    big = rectangle_cut(2000, seed=1)
+    assert sky.bound_look(big, _stacked(big), dsa.load(big), time.perf_counter()) is None
+    # a plan already within the capacity is returned as it is
+    plan = rectangle_cut(50, seed=1, return_plan=True)[1]
+    small = rectangle_cut(50, seed=1)
+    assert np.array_equal(sky.bound_look(small, plan, dsa.load(small), time.perf_counter()), plan)
+
+
+def test_improve_plan_looks_at_the_bound_first_when_asked(monkeypatch):
+    sky.warm()
+    p = rectangle_cut(120, seed=1, pinwheel=0.3, lifetimes="short")
+    bad = _stacked(p)
+    seen = []
+    out, stats = best_module.improve_plan(p, bad, dsa.load(p), Budget(30.0), 0, look=True,
+                                          log=lambda s, pk: seen.append(pk))
+    dsa.validate(p, out)
+    assert stats["bound_look"] and plan_peak(p, out) == dsa.load(p) and seen == [dsa.load(p)]
+    assert "skyline_probes" not in stats  # (the plan is optimal: nothing else ran)
+    # not asked, too little time left, or a busy period above the bound with too many rows: no look
+    for look, limit, rows in ((False, 30.0, 1000), (True, best_module.BOUND_LOOK_MIN_S / 2, 1000),
+                              (True, 30.0, 10)):
+        monkeypatch.setattr(best_module, "BOUND_LOOK_MAX_ROWS", rows)
+        out, stats = best_module.improve_plan(p, bad, dsa.load(p), Budget(limit), 0, look=look)
+        dsa.validate(p, out)
+        assert stats.get("bound_look", False) is False
+        if look and rows == 10:
+            assert "bound_look" in stats  # (it ran and gave up at once)
+
+
+def test_exact_plans_a_perfect_tiling_by_its_look_at_the_bound_and_best_plans_it_too():
+    # (the canonical first look finds no plan here; the skyline dives at the bound do, at once)
+    sky.warm()
+    p = rectangle_cut(120, seed=2, pinwheel=0.3, lifetimes="short")
+    sol = dsa.solve(p, "exact", time_limit=30.0)
+    dsa.validate(p, sol)
+    assert sol.status is dsa.Status.OPTIMAL and sol.peak == dsa.load(p)
+    assert sol.stats["first_look"] is False and sol.stats["bound_look"] is True
+    sol = dsa.solve(p, "best", time_limit=30.0)
+    dsa.validate(p, sol)
+    assert sol.status is dsa.Status.OPTIMAL and sol.peak == dsa.load(p)

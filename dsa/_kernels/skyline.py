@@ -22,6 +22,12 @@ alignment, a node tries only the first: the others lead to the same subtree, rel
 over each column (the lowest bottom of buffers kept above the ones searched) bounds the capacity
 there, so that a band between kept buffers can be re-packed.
 
+A table of dead states (the skyline and the set of buffers placed, hashed as in Zobrist's scheme: A.
+L. Zobrist, "A new hashing method with application for game playing", 1970) outlives a dive: a
+state searched to the end without a plan, by this dive or an earlier one at the same capacity and
+with the same kept buffers, is not searched again whatever path leads back to it (independent
+regions of the skyline filled in another order lead to the same state).
+
 One kernel call is one dive with a node limit; the driver restarts it with random tie-breaks.
 All arrays; no allocation in the loop.
 """
@@ -123,11 +129,25 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, sla
     return False
 
 
+@njit(cache=True)
+def _mix(t, v):
+    """64 hash bits of the pair ``(t, v)`` (splitmix64's finaliser; S. Vigna, after Steele, Lea and
+    Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014)."""
+    z = np.uint64(t) * np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(v) * np.uint64(0xC2B2AE3D27D4EB4F)
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return z
+
+
 @kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8", "i8", "i8", "i8", "u8[]", "f8",
-        "i8[]", "b1[]r", "i8[]r", "i8[]r", "i8", "b1", "b1", "i8[]", "i8[]", "i8[]", "b1[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]",
-        "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "f8[]")
+        "i8[]", "b1[]r", "i8[]r", "i8[]r", "i8", "b1", "b1", "u8[]r", "u8[]", "u8", "i8[]", "i8[]", "i8[]", "b1[]", "i8[]",
+        "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "u8[]", "i8[]", "f8[]")
 def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, work_limit, rng, noise, offsets,
-         keep, h0, ceil, mrv, path, twins, h, rem, slack, placed, rcap, fr_a, fr_b, fr_h, fr_c0, fr_cn, fr_w, fr_i, fr_act, cand, score):
+         keep, h0, ceil, mrv, path, twins, keys, memo, salt, h, rem, slack, placed, rcap, fr_a, fr_b, fr_h, fr_c0,
+         fr_cn, fr_w, fr_i, fr_act, fr_k, cand, score):
     """One depth-first search for a plan of peak <= ``cap``; returns ``(status, nodes)``.
 
     Parameters
@@ -173,9 +193,22 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, w
     twins : bool
         Skip a candidate identical (columns, size, alignment) to one already tried at the same node:
         its subtree is the same, with the two buffers swapped.
+    keys : uint64 array
+        A random key per buffer (the hash of a state XORs the keys of the buffers placed and a hash
+        of each column's height).
+    memo : uint64 array
+        A table of states found dead (a power of two long; length 0: none), kept from dive to dive:
+        a node whose state (the skyline and the buffers placed) has been searched to the end without
+        a plan is not searched again, whatever the path that led to it. It holds only for dives with
+        the same capacity, kept buffers and ceiling, which ``salt`` must tell apart: the caller
+        changes it when they change. Direct-mapped (a new entry replaces an old one); a collision of
+        two 64-bit hashes can only cut a branch that held a plan, never yield a wrong one.
+    salt : uint64
+        Mixed into every hash, with ``cap``.
     h, rem, slack : int64 arrays of length ``T``; placed : bool array; rcap : int64 array (the room
     of each buffer: the lowest of ``cap`` and the ceilings over its columns); fr_* : frame stacks of
-    length ``len(fr_a)``; cand, score : candidate stack. Work space.
+    length ``len(fr_a)`` (``fr_k``: each frame's state hash); cand, score : candidate stack. Work
+    space.
 
     Returns
     -------
@@ -207,6 +240,10 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, w
         slack[t] = min(cap, ceil[t]) - h[t] - rem[t]
         if slack[t] < 0 and rem[t] > 0:
             return 0, 0
+    mask = np.uint64(len(memo) - 1)
+    hk = _mix(salt, cap)  # the state's hash
+    for t in range(T):
+        hk ^= _mix(t, h[t])
     depth = 0
     ctop = 0
     nodes = 0
@@ -226,8 +263,10 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, w
                 return -1, nodes
             if depth >= maxd:
                 return -2, nodes
-            if _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed,
-                     well, mrv == 3, reach, path):
+            fr_k[depth] = hk
+            if (len(memo) > 0 and memo[hk & mask] == hk) or _dead(
+                    cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed, well,
+                    mrv == 3, reach, path):
                 # no alternatives: a frame that is exhausted at once
                 fr_a[depth] = 0
                 fr_b[depth] = 0
@@ -345,8 +384,10 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, w
                         continue
                 work += ce[r] - cs[r]
                 for t in range(cs[r], ce[r]):
+                    hk ^= _mix(t, h[t]) ^ _mix(t, hmin + sz[r])
                     h[t] = hmin + sz[r]
                     rem[t] -= sz[r]
+                hk ^= keys[r]
                 placed[r] = True
                 offsets[r] = hmin
                 left -= 1
@@ -354,6 +395,7 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, w
             else:
                 d = fr_w[f] - hmin
                 for t in range(a, fr_b[f]):
+                    hk ^= _mix(t, h[t]) ^ _mix(t, fr_w[f])
                     h[t] = fr_w[f]
                     slack[t] -= d
                 fr_act[f] = -1
@@ -362,7 +404,10 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, w
         if ok:
             need_new = True
             continue
-        # the top frame is exhausted: pop it and undo its parent's action
+        # the top frame is exhausted: pop it (its state is dead: remember it) and undo its parent's
+        # action
+        if len(memo) > 0 and not truncated:
+            memo[fr_k[f] & mask] = fr_k[f]
         ctop = fr_c0[f]
         depth -= 1
         if depth == 0:
@@ -372,13 +417,16 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, w
         r = fr_act[g]
         if r >= 0:
             for t in range(cs[r], ce[r]):
+                hk ^= _mix(t, h[t]) ^ _mix(t, hmin)
                 h[t] = hmin
                 rem[t] += sz[r]
+            hk ^= keys[r]
             placed[r] = False
             left += 1
         else:
             d = fr_w[g] - hmin
             for t in range(fr_a[g], fr_b[g]):
+                hk ^= _mix(t, h[t]) ^ _mix(t, hmin)
                 h[t] = hmin
                 slack[t] += d
         need_new = False

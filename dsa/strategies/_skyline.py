@@ -27,7 +27,7 @@ from dsa.bounds import lower_bound
 from dsa.budget import check_seed
 from dsa.solution import plan_peak
 
-__all__ = ["Skyline", "skyline_search", "luby"]
+__all__ = ["Skyline", "skyline_search", "bound_look", "luby"]
 
 SLICE_S = 0.1     # seconds of the first probe (doubled after each probe below the incumbent that fails)
 SLICE_MAX = 4.0   # ... up to this
@@ -62,6 +62,10 @@ HOLES_MAX_CELLS = 1 << 22  # no band where the columns at the peak hold more buf
 # a plan, the dives' unit becomes at least the nodes it took (see _Search._calibrate)
 CALIBRATE_UNITS = 64
 CALIBRATE_SHARE = 0.25
+LOOK_REVERSED = True  # bound_look dives on each period and on it with time reversed, in turn
+MEMO = True        # remember dead states from dive to dive (see dsa._kernels.skyline.dive)
+MEMO_PER_CELL = 64  # entries of that table per row and time column ...
+MEMO_MAX_LOG2 = 21  # ... up to 2 ** this (16 MiB)
 
 
 def luby(i: int) -> int:
@@ -113,10 +117,18 @@ class Skyline:
         self.placed = np.zeros(m, np.bool_)
         depth = 2 * m + 2 * T + 16
         self.fr = [np.zeros(depth, np.int64) for _ in range(8)]
+        self.fr_k = np.zeros(depth, np.uint64)
         self.cand = np.zeros(max(64, 16 * m), np.int64)
         self.score = np.zeros(len(self.cand), np.float64)
         s = int(np.random.SeedSequence(check_seed(seed)).generate_state(1, dtype=np.uint64)[0])
         self.rng = np.array([s or 0x9E3779B97F4A7C15], dtype=np.uint64)
+        # the table of dead states (see dsa._kernels.skyline.dive), shared by the dives of one
+        # setting (capacity, kept rows, ceiling: the salt changes with the last two)
+        keys = np.random.default_rng(check_seed(seed))
+        self.keys = keys.integers(0, np.iinfo(np.int64).max, m, dtype=np.int64).astype(np.uint64)
+        size = 1 << int(np.clip(np.ceil(np.log2(MEMO_PER_CELL * (m + T + 1))), 10, MEMO_MAX_LOG2))
+        self.memo = np.zeros(size if MEMO else 0, np.uint64)
+        self.salt = self._salts = 0
         self.nodes = 0
         self.keep = np.zeros(m, np.bool_)
         self.h0 = np.zeros(T, np.int64)
@@ -144,14 +156,15 @@ class Skyline:
                 return status
             self.rng[:] = state  # the same dive again, deeper
             self.fr = [np.zeros(2 * len(a), np.int64) for a in self.fr]
+            self.fr_k = np.zeros(2 * len(self.fr_k), np.uint64)
 
     def _dive(self, cap, node_limit, work_limit, noise):
         status, nodes = self.K.dive(self.cs, self.ce, self.sz, self.al, self.bs_ptr, self.bs_rows,
                                     self.be_ptr, self.be_rows,
                                     self.T, int(cap), int(node_limit), int(work_limit), self.rng, float(noise),
-                                    self.offsets, self.keep, self.h0, self.ceil, MRV, PATH, TWINS, self.h, self.rem,
-                                    self.slack, self.placed, self.rcap, *self.fr,
-                                    self.cand, self.score)
+                                    self.offsets, self.keep, self.h0, self.ceil, MRV, PATH, TWINS, self.keys,
+                                    self.memo, np.uint64(self.salt), self.h, self.rem, self.slack, self.placed,
+                                    self.rcap, *self.fr, self.fr_k, self.cand, self.score)
         self.nodes += int(nodes)
         return int(status)
 
@@ -175,7 +188,10 @@ class Skyline:
         self.h0[:] = 0
         self.ceil[:] = _NO_CEILING
         if offsets is None:
+            self.salt = 0  # (the whole problem: dives of every round share its dead states)
             return 0
+        self._salts += 1  # (dead states of another setting do not hold in this one)
+        self.salt = self._salts
         off = np.asarray(offsets, dtype=np.int64)[self.rows]
         self.keep[:] = keep
         if above is not None:
@@ -492,6 +508,79 @@ class _Search:
             else:
                 break
         return improved
+
+
+def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None):
+    """A plan of peak at most ``cap`` (the lower bound, typically) from restarted dives, or None.
+
+    Each busy period of ``problem`` whose plan in ``offsets`` reaches above ``cap`` gets its own
+    :class:`Skyline` and dives at ``cap`` in turn with the others, node limits following the Luby
+    sequence (the first dive of each deterministic), until every such period has a plan within
+    ``cap`` (returned: ``offsets`` with those periods replaced), ``deadline`` (a
+    ``time.perf_counter()`` value) passes, or a dive of a period ends without a plan (it searched its
+    whole canonical space: none within ``cap``; returns None). Nothing is tried (None) when one of
+    those periods has more than ``max_rows`` rows. At the lower bound, where the bytes
+    alive at every instant fill the capacity, a wasted byte ends a branch at once; the dives share
+    a table of the dead states they met (see :func:`dsa._kernels.skyline.dive`), so that restarts
+    do not search them again.
+
+    Parameters
+    ----------
+    problem : Problem
+        Without fixed offsets (:func:`supported`).
+    offsets : array of int
+        A valid plan.
+    cap : int
+    deadline : float
+    seed : int, optional
+    max_rows : int, optional
+
+    Returns
+    -------
+    array of int or None
+    """
+    from dsa.problem import Problem
+    from dsa.sweep import Sweep
+
+    warm()
+    best = np.asarray(offsets, dtype=np.int64).copy()
+    if not supported(problem) or len(problem) == 0:
+        return None
+    periods = [rows for rows in Sweep(problem).period_rows()
+               if int((best[rows] + problem.sizes[rows]).max()) > cap]
+    if max_rows is not None and any(len(rows) > max_rows for rows in periods):
+        return None
+    seeds = np.random.SeedSequence(check_seed(seed)).generate_state(max(1, len(periods)), dtype=np.uint32)
+    pending = []
+    for j, rows in enumerate(periods):
+        sub = problem.take(rows)
+        subs = [sub]
+        if LOOK_REVERSED:
+            # the same period with time running backwards: a plan of one is a plan of the other, and
+            # which of the two a dive fills more easily varies (they take turns)
+            last = int(sub.ends.max())
+            subs.append(Problem(last - sub.ends, last - sub.starts, sub.sizes, alignments=sub.alignments))
+        for k, one in enumerate(subs):
+            sky = Skyline(one, int(seeds[j]) + k)
+            sky.deadline = deadline
+            pending.append([rows, sky, UNIT_ROWS * len(sky.rows) + UNIT_COLS * sky.T + 16, 0, j])
+    while pending and time.perf_counter() < deadline:
+        done = set()
+        for item in pending:
+            rows, sky, unit, i, j = item
+            if j in done:
+                continue
+            item[3] = i = i + 1
+            status = sky.dive(cap, unit * luby(i), 0.0 if i == 1 else NOISE)
+            if status == 0:
+                return None  # (a dive that ends without a plan searched the whole canonical space)
+            if status == 1:
+                best[rows] = sky.plan()
+                done.add(j)
+            if time.perf_counter() >= deadline:
+                break
+        pending = [item for item in pending if item[4] not in done]
+    return None if pending else best
 
 
 def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=None, unit=None):
