@@ -260,6 +260,18 @@ CANONICAL_MIN_S = 1.0
 # under a deadline (rectangle cuts of 400-3,000 buffers at 5 s: 0.75 gave 1.0876 x LOAD against
 # 1.1005 without it, 6 instances)
 SKYLINE_SHARE = 0.75
+# restarted skyline dives at the lower bound (bound_look) get this share of the time left, when at
+# least BOUND_LOOK_MIN_S seconds are left, before the improvement phase (best) or the canonical
+# search's rounds (exact): on rectangle cuts, where the optimum is the bound, they reach it on some
+# instances of 200-400 buffers (exact at 60 s planned 4 such of 12 cuts of 200-950 buffers at the
+# bound in 0.8-3.6 s, where it took 16-48 s or failed before)
+BOUND_LOOK_SHARE = 0.2
+BOUND_LOOK_MIN_S = 2.0
+# ... and only where no busy period above the bound has more rows than this: on rectangle cuts of
+# 16 cells per buffer, restarted dives at the bound found no plan beyond 400 buffers in 10 s, and on
+# 3,000-5,000 buffers best at 20 s lost 0.6-1.6 % to the time it took (the improvement phase's large
+# problems start at 1,000 movable rows too)
+BOUND_LOOK_MAX_ROWS = 1000
 # the skyline search's kernel takes about 3 s to compile: with an empty numba cache (no `dsa warmup`)
 # it runs only in calls that have at least this long left, so that a short call does not spend more
 # than its budget compiling a search it would run for a second (stats["skyline"] says so)
@@ -296,11 +308,30 @@ def skyline_runs(problem, seconds: float) -> bool:
     return SKYLINE_SHARE > 0 and supported(problem) and (seconds >= SKYLINE_COLD_MIN_S or ready())
 
 
-def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
+def bound_look(problem, offsets, target, budget, seed):
+    """Restarted skyline dives at ``target`` (the lower bound) for ``BOUND_LOOK_SHARE`` of the time
+    left (:func:`dsa.strategies._skyline.bound_look`): a plan there (returned; None otherwise) is
+    optimal. Only under a deadline with at least ``BOUND_LOOK_MIN_S`` seconds left, where the skyline
+    search runs (:func:`skyline_runs`), and when no busy period above ``target`` has more than
+    ``BOUND_LOOK_MAX_ROWS`` rows (the chance that such dives complete a plan at the bound falls
+    steeply with the rows: on large problems the time goes to the improvement phase)."""
+    from dsa.strategies import _skyline
+
+    left = budget.remaining()
+    if budget.deadline is None or left < BOUND_LOOK_MIN_S or not skyline_runs(problem, left):
+        return None
+    if plan_peak(problem, offsets) <= target:
+        return None
+    return _skyline.bound_look(problem, offsets, target, time.perf_counter() + BOUND_LOOK_SHARE * left,
+                               seed=seed, max_rows=BOUND_LOOK_MAX_ROWS)
+
+
+def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, look=False):
     """Run the local search over greedy orders until the budget ends or the plan reaches ``target``.
 
-    Under a deadline, on problems without fixed offsets, the skyline search of
-    :mod:`dsa.strategies._skyline` runs first, for ``SKYLINE_SHARE`` of the time left (with an empty
+    Under a deadline, on problems without fixed offsets, with ``look``, restarted skyline dives at
+    ``target`` come first (:func:`bound_look`: a plan there ends the call). Then the skyline search of
+    :mod:`dsa.strategies._skyline` runs, for ``SKYLINE_SHARE`` of the time left (with an empty
     numba cache, only when at least ``SKYLINE_COLD_MIN_S`` seconds are left: its kernel takes about
     3 s to compile; ``dsa warmup`` compiles it). Then turns alternate until the deadline:
 
@@ -332,11 +363,14 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
         ``time.perf_counter()`` at the start of the call: improvement times are counted from it.
     log : callable, optional
         Called as ``log(seconds, peak)`` at each lower peak.
+    look : bool, default False
+        Whether :func:`bound_look` runs first.
 
     Returns
     -------
     (offsets, stats)
-        ``stats``: ``local_iterations``, ``local_s``, ``local_restarts``, ``skyline_probes``,
+        ``stats``: ``bound_look`` (whether it planned at ``target``) when it ran, ``local_iterations``,
+        ``local_s``, ``local_restarts``, ``skyline_probes``,
         ``skyline_nodes`` and ``skyline_restarts`` when the skyline search ran, on large problems
         ``repair_windows`` (windows tried) and ``repaired`` (windows re-planned below the peak), and
         ``improvements`` (a list of ``(seconds since t0, peak)``).
@@ -376,7 +410,15 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
         stats["skyline_probes"] += info["skyline_probes"]
         return new
 
-    if skyline:
+    if skyline and look:
+        began = time.perf_counter()
+        new = bound_look(problem, out, target, budget, seed)
+        stats["bound_look"] = new is not None
+        if new is not None:
+            out = new
+            progress(time.perf_counter() - began, plan_peak(problem, out))
+            peak = plan_peak(problem, out)
+    if skyline and peak > target:
         # restarted skyline dives below the incumbent (dsa.strategies._skyline) come first
         stats.update(skyline_nodes=0, skyline_probes=0, skyline_restarts=0)
         began = time.perf_counter()
@@ -430,7 +472,8 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
        is set by a larger one. On problems of more than 1,000 rows it gets ``CANONICAL_SHARE`` of
        the time left, on smaller ones ``CANONICAL_SHARE_SMALL`` of it but at least
        ``CANONICAL_MIN_S`` seconds when the skyline search is to run (else all of it).
-    2. With time left, :func:`improve_plan`: under a deadline the skyline search of
+    2. With time left, :func:`improve_plan`: under a deadline, :func:`bound_look` (restarted skyline
+       dives at the bound, a share of the time left, where they may plan there), then the skyline search of
        :mod:`dsa.strategies._skyline` (restarted bottom-left dives below the incumbent, and re-packs
        of what lies above a random level of it) gets ``SKYLINE_SHARE`` of the time left; then a
        local search over greedy orders (:mod:`dsa.strategies._local_search`: squeaky wheel moves
@@ -467,7 +510,7 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
     if plan_peak(problem, out) > start_peak:  # (never: lower_peak keeps the incumbent)
         out = offsets
     if plan_peak(problem, out) > max(bound, proven) and not budget.exhausted:
-        out, info = improve_plan(problem, out, max(bound, proven), budget, seed, t0=t0, log=log)
+        out, info = improve_plan(problem, out, max(bound, proven), budget, seed, t0=t0, log=log, look=True)
         improvements += info.pop("improvements")
         stats.update(info)
     stats["improvements"] = improvements

@@ -17,7 +17,9 @@ real traces one of them reaches ``lo``, which ends the call). Then a first look
 (:meth:`dsa.strategies._canonical_search.CanonicalSearch.first_look`) searches ``lo`` itself with
 every preorder, 100 nodes per buffer each and at most a tenth of the time left: a plan there is
 optimal and ends the call. Otherwise the incumbent comes from the whole portfolio (without its
-improvement phase), and :meth:`~dsa.strategies._canonical_search.CanonicalSearch.lower_peak` (the
+improvement phase); under a time limit, :func:`dsa.strategies.best.bound_look` (restarted skyline
+dives at ``lo``, a share of the time left, on problems where they can plan there: a plan is optimal
+and ends the call) runs, and :meth:`~dsa.strategies._canonical_search.CanonicalSearch.lower_peak` (the
 improvement phase of ``best`` too) runs rounds with a node budget that grows threefold from round to
 round, its searches of ``lo`` going on from where the first look left them:
 
@@ -303,6 +305,16 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
                     "probe": "searching"}[event]
             log.line(nodes, new_peak, new_lo, text, force=event != "probe")
 
+        if node_limit is None:
+            # restarted skyline dives at the bound itself, where any waste ends a branch at once
+            began = time.perf_counter()
+            look = best.bound_look(problem, state["offsets"], state["lo"], budget, 0 if seed is None else seed)
+            stats["bound_look"], stats["bound_look_s"] = look is not None, time.perf_counter() - began
+            if look is not None:
+                state["offsets"], state["peak"] = look, plan_peak(problem, look)
+                state["found_s"] = time.perf_counter() - t0
+                log.line(stats["nodes"], state["peak"], state["lo"], "plan found at the bound", force=True)
+    if cap is None and max(lo, stuck) < state["peak"]:
         left = budget.remaining()
         movable = int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
         if (node_limit is None and budget.deadline is not None
