@@ -1,7 +1,12 @@
 """CBC backend of the ``mip`` strategy, through python-mip.
 
 python-mip picks Gurobi when gurobipy is installed unless told otherwise, so the model is always
-created with ``solver_name="CBC"``. CBC takes the heuristic plan as a warm start (``Model.start``).
+created with ``solver_name="CBC"``. CBC gets no warm start: given the heuristic's plan as a MIP start
+(``Model.start``), CBC 2.10 declared a plan optimal with a bound above the true optimum (4 buffers of
+about 2^31 bytes and a fixed one, solved as the relaxation in units of 185,304 bytes: "optimal" at
+64,651 units where 64,489 fit; without the start it finds 64,489), a known class of CBC bugs with MIP
+starts (coin-or/Cbc issues 449 and 786). Like HiGHS, it is asked for a strictly lower peak instead, so
+that an infeasible model proves the heuristic optimal.
 python-mip does not report CBC's node count, so ``nodes`` is None. CBC's bundled libraries clash
 with ortools' and highspy's when loaded into one process (scipy's own HiGHS is not affected).
 
@@ -19,7 +24,7 @@ from dsa.strategies._mip_model import BackendResult
 
 __all__ = ["solve_model", "WARM_START", "require"]
 
-WARM_START = True
+WARM_START = False  # (see above: a MIP start can make CBC prove a false bound)
 EXTRA = "cbc"
 
 # mip.OptimizationStatus name -> outcome of the mip strategy

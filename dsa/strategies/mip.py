@@ -13,8 +13,9 @@ to a solver and maps its statuses onto the strategy's outcomes:
 * ``"gurobi"``: gurobipy (``[gurobi]``); its pip licence stops at 2000 variables and 2000 constraints.
 
 The heuristic is :mod:`dsa.strategies.best` without its improvement phase, compacted. Its plan is the
-incumbent: a warm start for CBC and Gurobi; for HiGHS, which scipy gives no warm start, the model only
-admits strictly lower peaks, so that an infeasible model proves the heuristic optimal.
+incumbent: a warm start for Gurobi; for HiGHS, which scipy gives no warm start, and CBC, which can
+prove false bounds from one (see :mod:`dsa.strategies._mip_cbc`), the model only admits strictly lower
+peaks, so that an infeasible model proves the heuristic optimal.
 
 Size and cost: ``m + 1 + p`` integer variables and about ``m + 2p`` constraints for ``m`` free
 non-empty buffers and ``p`` time-overlapping pairs among them (up to ``m (m - 1) / 2``); see
@@ -199,7 +200,7 @@ def solve(problem, *, backend: str = "highs", time_limit: float | None = DEFAULT
                              message=f"the model would have {pairs} order binaries (more than {MAX_PAIRS}); "
                                      f"the plan is the heuristic's ({stats['heuristic']})")
 
-    # HiGHS (no warm start) is asked for a strictly lower peak; the others get the plan as a start.
+    # HiGHS and CBC (no warm start) are asked for a strictly lower peak; Gurobi gets the plan as a start.
     # The model is solved in units where its numbers stay within TRUSTED_UNITS: exactly (the gcd
     # unit) when that is enough, otherwise as the rounded-down relaxation of _coarse().
     warm = module.WARM_START
