@@ -486,8 +486,13 @@ def test_dead_states_are_kept_per_capacity_and_per_floor():
     assert s.salt == 0 and s.dive(dsa.load(p), 10**6, 0.0) == 0 and s.nodes - before == 1
 
 
-def test_bound_look_tiles_every_busy_period_at_the_bound():
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_bound_look_tiles_every_busy_period_at_the_bound(threads, monkeypatch):
     # short lifetimes: the rectangle falls apart into busy periods, each tiled at LOAD on its own
+    # (each skyline on one thread, whatever their number)
+    from dsa.strategies import _canonical_search
+
+    monkeypatch.setattr(_canonical_search, "THREADS", threads)
     for seed in range(3):
         p = rectangle_cut(120, seed=seed, pinwheel=0.3, lifetimes="short")
         start = _stacked(p)

@@ -144,7 +144,8 @@ def _mix(t, v):
 
 @kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8", "i8", "i8", "i8", "u8[]", "f8",
         "i8[]", "b1[]r", "i8[]r", "i8[]r", "i8", "b1", "b1", "u8[]r", "u8[]", "u8", "i8[]", "i8[]", "i8[]", "b1[]", "i8[]",
-        "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "u8[]", "i8[]", "f8[]")
+        "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "i8[]", "u8[]", "i8[]", "f8[]",
+        nogil=True)  # (dives of several problems run on threads side by side: _skyline.bound_look)
 def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, work_limit, rng, noise, offsets,
          keep, h0, ceil, mrv, path, twins, keys, memo, salt, h, rem, slack, placed, rcap, fr_a, fr_b, fr_h, fr_c0,
          fr_cn, fr_w, fr_i, fr_act, fr_k, cand, score):

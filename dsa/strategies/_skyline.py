@@ -62,7 +62,6 @@ HOLES_MAX_CELLS = 1 << 22  # no band where the columns at the peak hold more buf
 # a plan, the dives' unit becomes at least the nodes it took (see _Search._calibrate)
 CALIBRATE_UNITS = 64
 CALIBRATE_SHARE = 0.25
-LOOK_REVERSED = True  # bound_look dives on each period and on it with time reversed, in turn
 MEMO = True        # remember dead states from dive to dive (see dsa._kernels.skyline.dive)
 MEMO_PER_CELL = 64  # entries of that table per row and time column ...
 MEMO_MAX_LOG2 = 21  # ... up to 2 ** this (16 MiB)
@@ -513,16 +512,21 @@ class _Search:
 def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None):
     """A plan of peak at most ``cap`` (the lower bound, typically) from restarted dives, or None.
 
-    Each busy period of ``problem`` whose plan in ``offsets`` reaches above ``cap`` gets its own
-    :class:`Skyline` and dives at ``cap`` in turn with the others, node limits following the Luby
-    sequence (the first dive of each deterministic), until every such period has a plan within
-    ``cap`` (returned: ``offsets`` with those periods replaced), ``deadline`` (a
-    ``time.perf_counter()`` value) passes, or a dive of a period ends without a plan (it searched its
-    whole canonical space: none within ``cap``; returns None). Nothing is tried (None) when one of
-    those periods has more than ``max_rows`` rows. At the lower bound, where the bytes
-    alive at every instant fill the capacity, a wasted byte ends a branch at once; the dives share
-    a table of the dead states they met (see :func:`dsa._kernels.skyline.dive`), so that restarts
-    do not search them again.
+    Each busy period of ``problem`` whose plan in ``offsets`` reaches above ``cap`` gets a
+    :class:`Skyline`, and one of the period with time running backwards (a plan of one is a plan of
+    the other, and which of the two a dive fills more easily varies). Each dives at ``cap`` in turn
+    with the others, node limits following the Luby sequence (the first dive of each
+    deterministic), until every such period has a plan within ``cap`` (returned: ``offsets`` with
+    those periods replaced), ``deadline`` (a ``time.perf_counter()`` value) passes, or a dive ends
+    without a plan (it searched its whole canonical space: none within ``cap``; returns None).
+    Nothing is tried (None) when one of those periods has more than ``max_rows`` rows. The dives
+    run on as many threads as the canonical search would use (the kernel releases the GIL), each
+    thread with its own share of the skylines; which thread plans a period first can change from
+    run to run, so the plan can too (it is valid and within ``cap`` either way).
+
+    At the lower bound, where the bytes alive at every instant fill the capacity, a wasted byte ends
+    a branch at once; each skyline's dives share a table of the dead states they met (see
+    :func:`dsa._kernels.skyline.dive`), so that restarts do not search them again.
 
     Parameters
     ----------
@@ -539,7 +543,10 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None):
     -------
     array of int or None
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     from dsa.problem import Problem
+    from dsa.strategies._canonical_search import threads
     from dsa.sweep import Sweep
 
     warm()
@@ -551,36 +558,45 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None):
     if max_rows is not None and any(len(rows) > max_rows for rows in periods):
         return None
     seeds = np.random.SeedSequence(check_seed(seed)).generate_state(max(1, len(periods)), dtype=np.uint32)
-    pending = []
+    items = []  # [period, skyline, unit, dives so far]
     for j, rows in enumerate(periods):
         sub = problem.take(rows)
-        subs = [sub]
-        if LOOK_REVERSED:
-            # the same period with time running backwards: a plan of one is a plan of the other, and
-            # which of the two a dive fills more easily varies (they take turns)
-            last = int(sub.ends.max())
-            subs.append(Problem(last - sub.ends, last - sub.starts, sub.sizes, alignments=sub.alignments))
-        for k, one in enumerate(subs):
+        last = int(sub.ends.max())
+        for k, one in enumerate((sub, Problem(last - sub.ends, last - sub.starts, sub.sizes,
+                                              alignments=sub.alignments))):
             sky = Skyline(one, int(seeds[j]) + k)
             sky.deadline = deadline
-            pending.append([rows, sky, UNIT_ROWS * len(sky.rows) + UNIT_COLS * sky.T + 16, 0, j])
-    while pending and time.perf_counter() < deadline:
-        done = set()
-        for item in pending:
-            rows, sky, unit, i, j = item
-            if j in done:
-                continue
-            item[3] = i = i + 1
-            status = sky.dive(cap, unit * luby(i), 0.0 if i == 1 else NOISE)
-            if status == 0:
-                return None  # (a dive that ends without a plan searched the whole canonical space)
-            if status == 1:
-                best[rows] = sky.plan()
-                done.add(j)
-            if time.perf_counter() >= deadline:
-                break
-        pending = [item for item in pending if item[4] not in done]
-    return None if pending else best
+            items.append([j, sky, UNIT_ROWS * len(sky.rows) + UNIT_COLS * sky.T + 16, 0])
+    plans = {}  # period -> its plan (the first found)
+    proof = []
+
+    def work(mine):
+        # dives on the skylines of ``mine`` in turn (this thread's alone) until the end
+        while time.perf_counter() < deadline and not proof and len(plans) < len(periods):
+            for item in mine:
+                j, sky, unit, i = item
+                if j in plans:
+                    continue
+                item[3] = i = i + 1
+                status = sky.dive(cap, unit * luby(i), 0.0 if i == 1 else NOISE)
+                if status == 0:
+                    proof.append(True)
+                elif status == 1:
+                    plans.setdefault(j, sky.plan())
+                if proof or time.perf_counter() >= deadline:
+                    return
+
+    width = min(threads(), len(items))
+    if width <= 1:
+        work(items)
+    else:
+        with ThreadPoolExecutor(width) as pool:
+            list(pool.map(work, [items[k::width] for k in range(width)]))
+    if proof or len(plans) < len(periods):
+        return None
+    for j, rows in enumerate(periods):
+        best[rows] = plans[j]
+    return best
 
 
 def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=None, unit=None):
