@@ -515,35 +515,31 @@ def test_bound_look_gives_up_on_a_capacity_it_proves_out_of_reach_and_at_its_dea
     assert np.array_equal(sky.bound_look(small, plan, dsa.load(small), time.perf_counter()), plan)
 
 
-def test_improve_plan_looks_at_the_bound_first_when_asked(monkeypatch):
+def test_the_look_at_the_bound_plans_there_and_keeps_to_its_conditions(monkeypatch):
     sky.warm()
     p = rectangle_cut(120, seed=1, pinwheel=0.3, lifetimes="short")
     bad = _stacked(p)
-    seen = []
-    out, stats = best_module.improve_plan(p, bad, dsa.load(p), Budget(30.0), 0, look=True,
-                                          log=lambda s, pk: seen.append(pk))
+    stats = {}
+    out = best_module.bound_look(p, bad, dsa.load(p), Budget(30.0), 0, stats)
     dsa.validate(p, out)
-    assert stats["bound_look"] and plan_peak(p, out) == dsa.load(p) and seen == [dsa.load(p)]
-    assert "skyline_probes" not in stats  # (the plan is optimal: nothing else ran)
-    # not asked, too little time left, or a busy period above the bound with too many rows: no look
-    for look, limit, rows in ((False, 30.0, 1000), (True, best_module.BOUND_LOOK_MIN_S / 2, 1000),
-                              (True, 30.0, 10)):
+    assert plan_peak(p, out) == dsa.load(p) and stats["bound_look"] is True
+    # a plan already at the target, too little time left, a busy period above the target with too
+    # many rows: nothing found (and in the first two cases, nothing tried)
+    for plan, limit, rows, tried in ((out, 30.0, 1000, False), (bad, best_module.BOUND_LOOK_MIN_S / 2, 1000, False),
+                                     (bad, 30.0, 10, True)):
         monkeypatch.setattr(best_module, "BOUND_LOOK_MAX_ROWS", rows)
-        out, stats = best_module.improve_plan(p, bad, dsa.load(p), Budget(limit), 0, look=look)
-        dsa.validate(p, out)
-        assert stats.get("bound_look", False) is False
-        if look and rows == 10:
-            assert "bound_look" in stats  # (it ran and gave up at once)
+        stats = {}
+        assert best_module.bound_look(p, plan, dsa.load(p), Budget(limit), 0, stats) is None
+        assert stats == ({"bound_look": False, "bound_look_s": stats.get("bound_look_s")} if tried else {})
 
 
-def test_exact_plans_a_perfect_tiling_by_its_look_at_the_bound_and_best_plans_it_too():
-    # (the canonical first look finds no plan here; the skyline dives at the bound do, at once)
+@pytest.mark.parametrize("strategy", ["best", "exact"])
+def test_best_and_exact_plan_a_perfect_tiling_by_their_look_at_the_bound(strategy):
+    # (neither the portfolio nor the canonical first look plans at the bound here; the skyline dives
+    # at the bound do, at once)
     sky.warm()
     p = rectangle_cut(120, seed=2, pinwheel=0.3, lifetimes="short")
-    sol = dsa.solve(p, "exact", time_limit=30.0)
+    sol = dsa.solve(p, strategy, time_limit=30.0)
     dsa.validate(p, sol)
     assert sol.status is dsa.Status.OPTIMAL and sol.peak == dsa.load(p)
-    assert sol.stats["first_look"] is False and sol.stats["bound_look"] is True
-    sol = dsa.solve(p, "best", time_limit=30.0)
-    dsa.validate(p, sol)
-    assert sol.status is dsa.Status.OPTIMAL and sol.peak == dsa.load(p)
+    assert sol.stats["bound_look"] is True

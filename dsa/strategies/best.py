@@ -308,13 +308,15 @@ def skyline_runs(problem, seconds: float) -> bool:
     return SKYLINE_SHARE > 0 and supported(problem) and (seconds >= SKYLINE_COLD_MIN_S or ready())
 
 
-def bound_look(problem, offsets, target, budget, seed):
+def bound_look(problem, offsets, target, budget, seed, stats=None):
     """Restarted skyline dives at ``target`` (the lower bound) for ``BOUND_LOOK_SHARE`` of the time
     left (:func:`dsa.strategies._skyline.bound_look`): a plan there (returned; None otherwise) is
     optimal. Only under a deadline with at least ``BOUND_LOOK_MIN_S`` seconds left, where the skyline
     search runs (:func:`skyline_runs`), and when no busy period above ``target`` has more than
     ``BOUND_LOOK_MAX_ROWS`` rows (the chance that such dives complete a plan at the bound falls
-    steeply with the rows: on large problems the time goes to the improvement phase)."""
+    steeply with the rows: on large problems the time goes to the improvement phase). Past the time
+    and the skyline's conditions, ``stats`` (a dict) gets ``bound_look`` (whether a plan at ``target``
+    was found) and ``bound_look_s`` (seconds spent)."""
     from dsa.strategies import _skyline
 
     left = budget.remaining()
@@ -322,16 +324,19 @@ def bound_look(problem, offsets, target, budget, seed):
         return None
     if plan_peak(problem, offsets) <= target:
         return None
-    return _skyline.bound_look(problem, offsets, target, time.perf_counter() + BOUND_LOOK_SHARE * left,
-                               seed=seed, max_rows=BOUND_LOOK_MAX_ROWS)
+    began = time.perf_counter()
+    out = _skyline.bound_look(problem, offsets, target, began + BOUND_LOOK_SHARE * left, seed=seed,
+                              max_rows=BOUND_LOOK_MAX_ROWS)
+    if stats is not None:
+        stats["bound_look"], stats["bound_look_s"] = out is not None, time.perf_counter() - began
+    return out
 
 
-def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, look=False):
+def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
     """Run the local search over greedy orders until the budget ends or the plan reaches ``target``.
 
-    Under a deadline, on problems without fixed offsets, with ``look``, restarted skyline dives at
-    ``target`` come first (:func:`bound_look`: a plan there ends the call). Then the skyline search of
-    :mod:`dsa.strategies._skyline` runs, for ``SKYLINE_SHARE`` of the time left (with an empty
+    Under a deadline, on problems without fixed offsets, the skyline search of
+    :mod:`dsa.strategies._skyline` runs first, for ``SKYLINE_SHARE`` of the time left (with an empty
     numba cache, only when at least ``SKYLINE_COLD_MIN_S`` seconds are left: its kernel takes about
     3 s to compile; ``dsa warmup`` compiles it). Then turns alternate until the deadline:
 
@@ -363,14 +368,11 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, l
         ``time.perf_counter()`` at the start of the call: improvement times are counted from it.
     log : callable, optional
         Called as ``log(seconds, peak)`` at each lower peak.
-    look : bool, default False
-        Whether :func:`bound_look` runs first.
 
     Returns
     -------
     (offsets, stats)
-        ``stats``: ``bound_look`` (whether it planned at ``target``) when it ran, ``local_iterations``,
-        ``local_s``, ``local_restarts``, ``skyline_probes``,
+        ``stats``: ``local_iterations``, ``local_s``, ``local_restarts``, ``skyline_probes``,
         ``skyline_nodes`` and ``skyline_restarts`` when the skyline search ran, on large problems
         ``repair_windows`` (windows tried) and ``repaired`` (windows re-planned below the peak), and
         ``improvements`` (a list of ``(seconds since t0, peak)``).
@@ -410,15 +412,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, l
         stats["skyline_probes"] += info["skyline_probes"]
         return new
 
-    if skyline and look:
-        began = time.perf_counter()
-        new = bound_look(problem, out, target, budget, seed)
-        stats["bound_look"] = new is not None
-        if new is not None:
-            out = new
-            progress(time.perf_counter() - began, plan_peak(problem, out))
-            peak = plan_peak(problem, out)
-    if skyline and peak > target:
+    if skyline:
         # restarted skyline dives below the incumbent (dsa.strategies._skyline) come first
         stats.update(skyline_nodes=0, skyline_probes=0, skyline_restarts=0)
         began = time.perf_counter()
@@ -472,8 +466,9 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
        is set by a larger one. On problems of more than 1,000 rows it gets ``CANONICAL_SHARE`` of
        the time left, on smaller ones ``CANONICAL_SHARE_SMALL`` of it but at least
        ``CANONICAL_MIN_S`` seconds when the skyline search is to run (else all of it).
-    2. With time left, :func:`improve_plan`: under a deadline, :func:`bound_look` (restarted skyline
-       dives at the bound, a share of the time left, where they may plan there), then the skyline search of
+    0. :func:`bound_look`: restarted skyline dives at the bound, a share of the time left, where
+       they may plan there (a plan there ends the phase).
+    2. With time left, :func:`improve_plan`: under a deadline the skyline search of
        :mod:`dsa.strategies._skyline` (restarted bottom-left dives below the incumbent, and re-packs
        of what lies above a random level of it) gets ``SKYLINE_SHARE`` of the time left; then a
        local search over greedy orders (:mod:`dsa.strategies._local_search`: squeaky wheel moves
@@ -496,6 +491,13 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
             if log is not None:
                 log(improvements[-1][0], new_peak)
 
+    # restarted skyline dives at the bound first: where they plan there (perfect tilings of a few
+    # hundred buffers), they take a fraction of a second, the canonical search far longer
+    looked = {}
+    look = bound_look(problem, offsets, bound, budget, seed, looked)
+    if look is not None:
+        progress("plan", bound, plan_peak(problem, look), bound, 0)
+        return look, 0, {**looked, "improvements": improvements}
     movable = int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
     left = budget.remaining()
     if budget.deadline is not None:
@@ -507,10 +509,11 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
     proven = int(info["proven_lower_bound"])
     stats = {"nodes": info["nodes"], "search_probes": len(info["probes"]),
              "search_s": info["time"]}
+    stats.update(looked)
     if plan_peak(problem, out) > start_peak:  # (never: lower_peak keeps the incumbent)
         out = offsets
     if plan_peak(problem, out) > max(bound, proven) and not budget.exhausted:
-        out, info = improve_plan(problem, out, max(bound, proven), budget, seed, t0=t0, log=log, look=True)
+        out, info = improve_plan(problem, out, max(bound, proven), budget, seed, t0=t0, log=log)
         improvements += info.pop("improvements")
         stats.update(info)
     stats["improvements"] = improvements

@@ -307,9 +307,8 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
 
         if node_limit is None:
             # restarted skyline dives at the bound itself, where any waste ends a branch at once
-            began = time.perf_counter()
-            look = best.bound_look(problem, state["offsets"], state["lo"], budget, 0 if seed is None else seed)
-            stats["bound_look"], stats["bound_look_s"] = look is not None, time.perf_counter() - began
+            look = best.bound_look(problem, state["offsets"], state["lo"], budget, 0 if seed is None else seed,
+                                   stats)
             if look is not None:
                 state["offsets"], state["peak"] = look, plan_peak(problem, look)
                 state["found_s"] = time.perf_counter() - t0
