@@ -543,3 +543,4 @@ def test_best_and_exact_plan_a_perfect_tiling_by_their_look_at_the_bound(strateg
     dsa.validate(p, sol)
     assert sol.status is dsa.Status.OPTIMAL and sol.peak == dsa.load(p)
     assert sol.stats["bound_look"] is True
+

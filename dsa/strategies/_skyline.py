@@ -571,9 +571,13 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None):
     proof = []
 
     def work(mine):
-        # dives on the skylines of ``mine`` in turn (this thread's alone) until the end
+        # dives on the skylines of ``mine`` in turn (this thread's alone) until the end, or until the
+        # periods of all of them have a plan
         while time.perf_counter() < deadline and not proof and len(plans) < len(periods):
-            for item in mine:
+            pending = [item for item in mine if item[0] not in plans]
+            if not pending:
+                return
+            for item in pending:
                 j, sky, unit, i = item
                 if j in plans:
                     continue

@@ -261,10 +261,10 @@ CANONICAL_MIN_S = 1.0
 # 1.1005 without it, 6 instances)
 SKYLINE_SHARE = 0.75
 # restarted skyline dives at the lower bound (bound_look) get this share of the time left, when at
-# least BOUND_LOOK_MIN_S seconds are left, before the improvement phase (best) or the canonical
-# search's rounds (exact): on rectangle cuts, where the optimum is the bound, they reach it on some
-# instances of 200-400 buffers (exact at 60 s planned 4 such of 12 cuts of 200-950 buffers at the
-# bound in 0.8-3.6 s, where it took 16-48 s or failed before)
+# least BOUND_LOOK_MIN_S seconds are left, before the canonical search (best) or its rounds (exact):
+# on rectangle cuts, where the optimum is the bound, they reach it on some instances of 200-400
+# buffers (exact at 60 s planned 3 of 12 cuts of 200-950 buffers at the bound in 0.8-1.3 s, where it
+# took 1.3-48 s before)
 BOUND_LOOK_SHARE = 0.2
 BOUND_LOOK_MIN_S = 2.0
 # ... and only where no busy period above the bound has more rows than this: on rectangle cuts of
@@ -459,6 +459,8 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
 def _improve(problem, offsets, bound, budget, seed, t0, log=None):
     """Phase 2: search for a lower plan until the budget, the bound or a proof ends it.
 
+    0. :func:`bound_look`: restarted skyline dives at the bound, a share of the time left, where
+       they may plan there (a plan there ends the phase).
     1. A MiniMalloc-style search over canonical plans (:mod:`dsa.strategies._canonical_search`; Moffitt,
        ASPLOS 2023) probes capacities below the incumbent's peak with node-limited searches whose
        budgets grow round by round; a probe it completes without a plan proves a lower bound. It
@@ -466,8 +468,6 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
        is set by a larger one. On problems of more than 1,000 rows it gets ``CANONICAL_SHARE`` of
        the time left, on smaller ones ``CANONICAL_SHARE_SMALL`` of it but at least
        ``CANONICAL_MIN_S`` seconds when the skyline search is to run (else all of it).
-    0. :func:`bound_look`: restarted skyline dives at the bound, a share of the time left, where
-       they may plan there (a plan there ends the phase).
     2. With time left, :func:`improve_plan`: under a deadline the skyline search of
        :mod:`dsa.strategies._skyline` (restarted bottom-left dives below the incumbent, and re-packs
        of what lies above a random level of it) gets ``SKYLINE_SHARE`` of the time left; then a
