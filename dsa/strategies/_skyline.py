@@ -204,6 +204,11 @@ class Skyline:
         self.K.cover_max(self.cs[k], self.ce[k], off[k] + self.sz[k], self.h0)
         return int(np.count_nonzero(self.keep))
 
+    def base_unit(self) -> int:
+        """The node limit of the shortest dive: ``UNIT_ROWS`` per row and ``UNIT_COLS`` per time
+        column (wasted-space steps raise one column at a time)."""
+        return UNIT_ROWS * len(self.rows) + UNIT_COLS * self.T + 16
+
     def column_sums(self, k, values):
         """Over each time column, the sum of ``values`` (one per row of ``k``, rows of ``self.rows``,
         or one for all) of the rows ``k`` alive there: O(len(k) + T)."""
@@ -281,7 +286,7 @@ class _Search:
         self.peak = plan_peak(problem, self.best)
         self.bound = lower_bound(problem)
         self.sky = Skyline(problem, seed)
-        self.unit = int(unit or UNIT_ROWS * len(self.sky.rows) + UNIT_COLS * self.sky.T + 16)
+        self.unit = int(unit or self.sky.base_unit())
         self.rng = np.random.default_rng(check_seed(seed))
         self.slice_s = SLICE_S
         self.rounds = 0
@@ -549,10 +554,10 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None):
     from dsa.strategies._canonical_search import threads
     from dsa.sweep import Sweep
 
-    warm()
     best = np.asarray(offsets, dtype=np.int64).copy()
     if not supported(problem) or len(problem) == 0:
         return None
+    warm()
     periods = [rows for rows in Sweep(problem).period_rows()
                if int((best[rows] + problem.sizes[rows]).max()) > cap]
     if max_rows is not None and any(len(rows) > max_rows for rows in periods):
@@ -566,7 +571,7 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None):
                                               alignments=sub.alignments))):
             sky = Skyline(one, int(seeds[j]) + k)
             sky.deadline = deadline
-            items.append([j, sky, UNIT_ROWS * len(sky.rows) + UNIT_COLS * sky.T + 16, 0])
+            items.append([j, sky, sky.base_unit(), 0])
     plans = {}  # period -> its plan (the first found)
     proof = []
 
