@@ -371,25 +371,30 @@ def _rss_bytes() -> int:
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "sysconf"), reason="needs /proc")
-def test_thousand_replays_keep_rss_flat_and_serve_from_the_slab():
+def test_replays_keep_rss_flat_and_serve_from_the_slab():
     model, x = build("resnet", batch=1)
     with torch.inference_mode():
         m = attach(model)
         for _ in range(50):
             m(*x)
         gc.collect()
-        before = _rss_bytes()
         start = m.report()
-        for _ in range(1000):
-            m(*x)
-        gc.collect()
-        after = _rss_bytes()
+        # RSS after each of three blocks of 500 replays: a leak grows it in every block, while the
+        # process's other allocations (other tests' threads, the allocator's arenas) can grow it once
+        # in some test orders (once by 8.9 MiB over 1000 replays in a full run)
+        rss = [_rss_bytes()]
+        for _ in range(3):
+            for _ in range(500):
+                m(*x)
+            gc.collect()
+            rss.append(_rss_bytes())
     end = m.report()
     from_slab = end["bytes_from_slab"] - start["bytes_from_slab"]
     from_default = end["bytes_from_default"] - start["bytes_from_default"]
-    assert end["replays"] - start["replays"] == 1000 and end["fallbacks"] == 0, (start, end)
+    assert end["replays"] - start["replays"] == 1500 and end["fallbacks"] == 0, (start, end)
     assert from_slab / (from_slab + from_default) > 0.90, (from_slab, from_default)
-    assert after - before < 4 * 2**20, f"RSS grew by {(after - before) / 2**20:.1f} MiB"
+    growth = np.diff(rss) / 2**20
+    assert growth.min() < 2, f"RSS grew in every block of 500 replays (MiB): {growth.round(1).tolist()}"
 
 
 def test_no_warning_on_plain_use():
