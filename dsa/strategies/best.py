@@ -267,12 +267,6 @@ SKYLINE_SHARE = 0.75
 # took 1.3-48 s before)
 BOUND_LOOK_SHARE = 0.2
 BOUND_LOOK_MIN_S = 2.0
-# ... and at most this many seconds: where those dives reach the bound they do so early (40 cuts of
-# 200-600 buffers, 5 families, 2 seeds, dives for up to 12 s: 15 reached it, 14 within 1.7 s and one
-# at 3.9 s, none later), while on instances whose optimum lies above the bound the time is lost to
-# the searches that could lower the plan (MiniMalloc's D, exact at 60 s: 1025024 after a 12 s look,
-# 1017856 without one)
-BOUND_LOOK_MAX_S = 4.0
 # ... and only where no busy period above the bound has more rows than this: on rectangle cuts of
 # 16 cells per buffer, restarted dives at the bound found no plan beyond 400 buffers in 10 s, and on
 # 3,000-5,000 buffers best at 20 s lost 0.6-1.6 % to the time it took (the improvement phase's large
@@ -316,8 +310,8 @@ def skyline_runs(problem, seconds: float) -> bool:
 
 def bound_look(problem, offsets, target, budget, seed, stats=None):
     """Restarted skyline dives at ``target`` (the lower bound) for ``BOUND_LOOK_SHARE`` of the time
-    left, at most ``BOUND_LOOK_MAX_S`` seconds (:func:`dsa.strategies._skyline.bound_look`): a plan
-    there (returned; None otherwise) is optimal. Only under a deadline with at least ``BOUND_LOOK_MIN_S`` seconds left, where the skyline
+    left (:func:`dsa.strategies._skyline.bound_look`): a plan there (returned; None otherwise) is
+    optimal. Only under a deadline with at least ``BOUND_LOOK_MIN_S`` seconds left, where the skyline
     search runs (:func:`skyline_runs`), and when no busy period above ``target`` has more than
     ``BOUND_LOOK_MAX_ROWS`` rows (the chance that such dives complete a plan at the bound falls
     steeply with the rows: on large problems the time goes to the improvement phase). Past the time
@@ -331,8 +325,7 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
     if plan_peak(problem, offsets) <= target:
         return None
     began = time.perf_counter()
-    look_s = min(BOUND_LOOK_SHARE * left, BOUND_LOOK_MAX_S)
-    out = _skyline.bound_look(problem, offsets, target, began + look_s, seed=seed,
+    out = _skyline.bound_look(problem, offsets, target, began + BOUND_LOOK_SHARE * left, seed=seed,
                               max_rows=BOUND_LOOK_MAX_ROWS)
     if stats is not None:
         stats["bound_look"], stats["bound_look_s"] = out is not None, time.perf_counter() - began
