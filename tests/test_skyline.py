@@ -126,6 +126,14 @@ def test_improve_plan_runs_the_skyline_search_again_once_it_stalls(n, monkeypatc
     monkeypatch.setattr(sky, "STALL_SHARE", 0.0)
     monkeypatch.setattr(best_module, "SKYLINE_SHARE", 0.3)
     monkeypatch.setattr(best_module, "SKYLINE_AGAIN_MIN_S", 0.1)
+    reverses = []
+    search = sky.skyline_search
+
+    def spy(*args, reverse=False, **kwargs):
+        reverses.append(reverse)
+        return search(*args, reverse=reverse, **kwargs)
+
+    monkeypatch.setattr(sky, "skyline_search", spy)
     p = rectangle_cut(n, seed=3, pinwheel=0.4)
     bad = _stacked(p)
     budget = Budget(2.0)
@@ -134,6 +142,8 @@ def test_improve_plan_runs_the_skyline_search_again_once_it_stalls(n, monkeypatc
     assert plan_peak(p, out) < plan_peak(p, bad)
     assert stats["skyline_restarts"] >= 1
     assert stats["local_iterations"] > 0 if n <= 1000 else stats["repair_windows"] > 0
+    # the first search as given, then restarts with time reversed and as given in turn
+    assert reverses[:3] == [False, True, False][:len(reverses)] and len(reverses) >= 2
     imp = stats["improvements"]
     assert all(b[1] < a[1] for a, b in zip(imp, imp[1:]))
 
@@ -253,6 +263,38 @@ def test_busy_periods_are_searched_apart_and_moved_down_to_zero():
     assert plan_peak(p, out) < plan_peak(p, bad)
     assert out[len(a):].min() == 0  # the second period was planned from 0
     assert seen and seen == sorted(seen, reverse=True) and seen[-1] == plan_peak(p, out)
+
+
+def test_time_reversed_problem_has_the_same_conflicts_and_plans():
+    p = dsa.generate.random_trace(60, seed=4, kind="uniform", alignment=64)
+    r = sky._reversed(p)
+    assert np.array_equal(r.sizes, p.sizes) and np.array_equal(r.alignments, p.alignments)
+
+    def meets(q):
+        return (q.starts[:, None] < q.ends[None, :]) & (q.starts[None, :] < q.ends[:, None])
+
+    assert np.array_equal(meets(r), meets(p))
+    plan = dsa.solve(p, "greedy_by_size").offsets
+    dsa.validate(r, plan)
+
+
+def test_a_search_with_time_reversed_lowers_the_plan_of_the_problem_as_given(monkeypatch):
+    p = rectangle_cut(150, seed=5, pinwheel=0.4)
+    bad = _stacked(p)
+    directions = []
+    run = sky._Search.round
+
+    def spy(self, deadline):
+        directions.append(np.array_equal(self.problem.starts, p.starts))
+        return run(self, deadline)
+
+    monkeypatch.setattr(sky._Search, "round", spy)
+    for reverse in (False, True):
+        directions.clear()
+        out, _ = sky.skyline_search(p, bad, time_limit=0.5, seed=0, reverse=reverse)
+        dsa.validate(p, out)  # (offsets of the rows as given)
+        assert plan_peak(p, out) < plan_peak(p, bad)
+        assert directions and set(directions) == {not reverse}
 
 
 def test_mirrored_re_packs_and_perfect_bottoms_give_valid_lower_plans(monkeypatch):

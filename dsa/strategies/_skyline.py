@@ -514,6 +514,16 @@ class _Search:
         return improved
 
 
+def _reversed(problem):
+    """``problem`` with time running backwards (``[s, e)`` becomes ``[last - e, last - s)``, ``last``
+    its latest end): two buffers meet in one exactly when they meet in the other, so a plan of one
+    is a plan of the other, offset for offset. Sizes and alignments stay; no fixed offsets."""
+    from dsa.problem import Problem
+
+    last = int(problem.ends.max()) if len(problem) else 0
+    return Problem(last - problem.ends, last - problem.starts, problem.sizes, alignments=problem.alignments)
+
+
 def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None):
     """A plan of peak at most ``cap`` (the lower bound, typically) from restarted dives, or None.
 
@@ -550,7 +560,6 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None):
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from dsa.problem import Problem
     from dsa.strategies._canonical_search import threads
     from dsa.sweep import Sweep
 
@@ -566,9 +575,7 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None):
     items = []  # [period, skyline, unit, dives so far]
     for j, rows in enumerate(periods):
         sub = problem.take(rows)
-        last = int(sub.ends.max())
-        for k, one in enumerate((sub, Problem(last - sub.ends, last - sub.starts, sub.sizes,
-                                              alignments=sub.alignments))):
+        for k, one in enumerate((sub, _reversed(sub))):
             sky = Skyline(one, int(seeds[j]) + k)
             sky.deadline = deadline
             items.append([j, sky, sky.base_unit(), 0])
@@ -608,7 +615,8 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None):
     return best
 
 
-def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=None, unit=None):
+def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=None, unit=None,
+                   reverse: bool = False):
     """Lower the peak of a plan with restarted skyline dives until ``time_limit`` or the bound.
 
     Each busy period (a span of time cut from the rest at instants where nothing lives) is searched on
@@ -634,6 +642,9 @@ def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=N
     unit : int, optional
         Node limit of the shortest dive (default: ``UNIT_ROWS`` per row and ``UNIT_COLS`` per time
         column of the period).
+    reverse : bool, default False
+        Search each busy period with time running backwards (the same plans, offset for offset;
+        the dives fill the layout from the other end of time, so they reach other plans).
 
     Returns
     -------
@@ -678,7 +689,8 @@ def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=N
         for j in top:
             if searches[j] is None:
                 rows = periods[j]
-                searches[j] = _Search(problem.take(rows), best[rows], int(seeds[j]), unit)
+                sub = problem.take(rows)
+                searches[j] = _Search(_reversed(sub) if reverse else sub, best[rows], int(seeds[j]), unit)
                 searches[j].sky.deadline = deadline  # (no dive outlasts the search)
         if any(searches[j].peak <= searches[j].bound for j in top):
             break  # a period at the peak is at its own bound: so is the whole plan
