@@ -353,7 +353,8 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
       large-neighbourhood search whose repair step is the canonical search
       (:func:`dsa.strategies._local_search.repair_windows`, ``REPAIR_SHARE`` of the time left);
     - odd turns, where the skyline search ran: the skyline search again, from the incumbent with a
-      new seed (every other time with time reversed, ``REVERSE_AGAIN``), while ``SKYLINE_AGAIN_MIN_S`` is left, and the even turns between two of them get
+      new seed (every other time with time reversed, ``REVERSE_AGAIN``), while
+      ``SKYLINE_AGAIN_MIN_S`` is left, and the even turns between two of them get
       ``LOCAL_SHARE`` of the time left; without the skyline search (or with less than
       ``SKYLINE_AGAIN_MIN_S`` left), the local search on problems of up to 1,000 movable rows,
       window repairs on larger ones.
