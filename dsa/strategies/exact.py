@@ -313,26 +313,26 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
                 state["offsets"], state["peak"] = look, plan_peak(problem, look)
                 state["found_s"] = time.perf_counter() - t0
                 log.line(stats["nodes"], state["peak"], state["lo"], "plan found at the bound", force=True)
-    if cap is None and max(lo, stuck) < state["peak"]:
-        left = budget.remaining()
-        movable = int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
-        if (node_limit is None and budget.deadline is not None
-                and (movable > SHARE_MIN_ROWS
-                     or best.skyline_runs(problem, left * (1 - CANONICAL_SHARE)))):
-            # the rest goes to best.improve_plan (below) unless this proves the plan optimal
-            left *= CANONICAL_SHARE
-        out, info = search.lower_peak(state["offsets"], time_limit=left,
-                                      node_limit=None if node_limit is None else node_limit - used,
-                                      progress=progress)
-        state["offsets"] = out
-        state["peak"] = plan_peak(problem, out)
-        state["lo"] = max(state["lo"], int(info["proven_lower_bound"]))
-        stats["nodes"] = used + info["nodes"]
-        stats["probes"] += len(info["probes"])
-        stats["rounds"] = info.get("rounds", 0)
-        stats["threads"] = info.get("threads", 1)
-        if max(state["lo"], stuck) < state["peak"]:
-            limited = True
+        if max(lo, stuck) < state["peak"]:  # (unless the look planned at the bound)
+            left = budget.remaining()
+            movable = int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
+            if (node_limit is None and budget.deadline is not None
+                    and (movable > SHARE_MIN_ROWS
+                         or best.skyline_runs(problem, left * (1 - CANONICAL_SHARE)))):
+                # the rest goes to best.improve_plan (below) unless this proves the plan optimal
+                left *= CANONICAL_SHARE
+            out, info = search.lower_peak(state["offsets"], time_limit=left,
+                                          node_limit=None if node_limit is None else node_limit - used,
+                                          progress=progress)
+            state["offsets"] = out
+            state["peak"] = plan_peak(problem, out)
+            state["lo"] = max(state["lo"], int(info["proven_lower_bound"]))
+            stats["nodes"] = used + info["nodes"]
+            stats["probes"] += len(info["probes"])
+            stats["rounds"] = info.get("rounds", 0)
+            stats["threads"] = info.get("threads", 1)
+            if max(state["lo"], stuck) < state["peak"]:
+                limited = True
     if (cap is None and node_limit is None and budget.deadline is not None and not budget.exhausted
             and state["lo"] < state["peak"]):
         # time left and no proof: the canonical search had its share (CANONICAL_SHARE), or cannot lower
