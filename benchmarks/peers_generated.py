@@ -21,6 +21,8 @@ writes ``OUT.json`` (every run: peak, validity, time, trajectory; the generator'
 instance), ``OUT.md`` (the table) and ``OUT.png`` (peak / LOAD against time), after every instance;
 ``--summary`` writes a compact JSON (instances' generator arguments, n, LOAD and each method's peak).
 ``--report OUT.json`` rewrites the Markdown, the plot and the summary from the JSON alone.
+``--set other`` measures a second set instead: eleven other generator settings (``OTHER_FAMILIES``), a
+check that what holds on the main set holds off it.
 """
 from __future__ import annotations
 
@@ -60,6 +62,29 @@ INSTANCES = [
     ("short-wide", 4000, 2), ("fine", 300, 0), ("fine", 800, 1), ("fine", 2000, 2),
     ("fine", 5000, 3),
 ]
+# a second set (``--set other``), a check of generality: other generator settings, none used in tuning
+# dsa (extremes of aspect, lifetimes, alignment and granularity, and pinwheel-heavy cuts of 32-256
+# cells per buffer, where dsa was found nearest to supermalloc)
+OTHER_FAMILIES = {name: {**_DEFAULTS, **params} for name, params in {
+    "balanced-tall": {"lifetimes": "balanced", "aspect": 0.1},
+    "long-flat": {"aspect": 10.0, "lifetimes": "long"},
+    "short-tall": {"lifetimes": "short", "aspect": 0.05},
+    "continuous": {"alignment": 1, "cells_per_buffer": 4096},
+    "coarse": {"pinwheel": 0.0, "cells_per_buffer": 2},
+    "all-pinwheel": {"pinwheel": 1.0, "cells_per_buffer": 64},
+    "pinwheel-64": {"pinwheel": 0.8, "cells_per_buffer": 64},
+    "pinwheel-128": {"pinwheel": 0.8, "cells_per_buffer": 128},
+    "pinwheel-256": {"pinwheel": 0.6, "cells_per_buffer": 256},
+    "pinwheel-32-a1": {"pinwheel": 0.8, "cells_per_buffer": 32, "alignment": 1},
+    "pinwheel-long": {"pinwheel": 0.9, "cells_per_buffer": 64, "lifetimes": "long"},
+}.items()}
+OTHER_INSTANCES = [
+    ("balanced-tall", 1000, 11), ("long-flat", 2000, 12), ("short-tall", 3000, 15), ("continuous", 1500, 14),
+    ("coarse", 400, 16), ("all-pinwheel", 1000, 21), ("pinwheel-64", 700, 13), ("pinwheel-64", 700, 24),
+    ("pinwheel-128", 2000, 22), ("pinwheel-256", 500, 23), ("pinwheel-32-a1", 3000, 25),
+    ("pinwheel-long", 1500, 26),
+]
+SETS = {"main": (FAMILIES, INSTANCES), "other": (OTHER_FAMILIES, OTHER_INSTANCES)}
 DSA_METHODS = ("best", "exact")
 # omnimalloc's searches: the allocator class and its arguments besides the timeout. Tabu search and
 # simulated annealing stop after 500 / 3,000 iterations by default, well before a 20 s budget on a few
@@ -97,7 +122,7 @@ def instance_name(family: str, n: int, seed: int) -> str:
 
 def generator_args(family: str, n: int, seed: int) -> dict:
     """The keyword arguments of :func:`dsa.generate.rectangle_cut` that make this instance."""
-    return {"n": n, "seed": seed, **FAMILIES[family]}
+    return {"n": n, "seed": seed, **(FAMILIES[family] if family in FAMILIES else OTHER_FAMILIES[family])}
 
 
 # --- trajectories ------------------------------------------------------------------------------------
@@ -416,7 +441,10 @@ def main(argv=None) -> int:
                     help="shorter time limits the peers also run at, for the plot (default 1 5)")
     ap.add_argument("--peers", nargs="+", default=list(PEERS), choices=list(PEERS))
     ap.add_argument("--threads", type=int, default=2, help="supermalloc's threads (default 2)")
-    ap.add_argument("--instances", help="comma-separated names (family-n-sSEED) or indices (default: all)")
+    ap.add_argument("--set", choices=list(SETS), default="main",
+                    help="the instances: the main set (default) or other generator settings")
+    ap.add_argument("--instances", help="comma-separated names (family-n-sSEED) or indices in the set "
+                    "(default: all)")
     ap.add_argument("--out", type=Path, default=Path("out/peers_generated"), help="output path without suffix")
     ap.add_argument("--summary", type=Path, help="also write the compact JSON here")
     ap.add_argument("--dsa-commit", help="the commit of the dsa measured, for the report (default: git's HEAD "
@@ -428,17 +456,17 @@ def main(argv=None) -> int:
         return 0
     if not args.peer_python:
         ap.error("--peer-python is needed to run the comparison")
-    specs = INSTANCES
+    families, specs = SETS[args.set]
     if args.instances:
         wanted = args.instances.split(",")
-        specs = [s for k, s in enumerate(INSTANCES) if str(k) in wanted or instance_name(*s) in wanted]
+        specs = [s for k, s in enumerate(specs) if str(k) in wanted or instance_name(*s) in wanted]
     import dsa
 
     dsa.warmup()
     warm_exact()  # no instance's time includes loading a kernel
     doc = {**provenance("peers_generated.py", argv), "time_limit": args.time_limit, "threads": args.threads,
            "peers": args.peers, "peer_settings": {m: PEERS[m] for m in args.peers}, "peer_version": None,
-           "families": FAMILIES, "dsa_path": str(Path(dsa.__file__).parent),
+           "set": args.set, "families": families, "dsa_path": str(Path(dsa.__file__).parent),
            "dsa_commit": args.dsa_commit or _commit(Path(dsa.__file__).parent), "rows": []}
     version = [None]
     t0 = time.perf_counter()

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+import dsa
+
 from conftest import load_benchmark
 
 
@@ -74,3 +76,21 @@ def test_report_and_digest(pg):
     assert digest[0]["peak"]["telamalloc"] is None and digest[0]["peak"]["best"] == 103
     assert digest[1]["best_peer"] == {"method": "supermalloc", "peak": 204, "ratio": 1.02}
     assert digest[0]["generator_args"] == {"n": 300, "seed": 0}
+
+
+@pytest.mark.parametrize("name", ["main", "other"])
+def test_every_instance_of_each_set_is_generated_as_named(pg, name):
+    # the two sets' families do not share names (an instance's name says which generator arguments
+    # made it), and each instance's arguments make a problem of its size whose optimum is LOAD
+    from dsa.generate import rectangle_cut
+
+    assert not set(pg.FAMILIES) & set(pg.OTHER_FAMILIES)
+    families, specs = pg.SETS[name]
+    assert len({pg.instance_name(*s) for s in specs}) == len(specs)
+    for family, n, seed in specs:
+        assert family in families
+        args = pg.generator_args(family, n, seed)
+        assert args == {"n": n, "seed": seed, **families[family]}
+        p, plan = rectangle_cut(**args, return_plan=True)
+        assert len(p) == n
+        assert int((plan + p.sizes).max()) == dsa.load(p)
