@@ -282,6 +282,12 @@ def _load_text(doc: dict) -> str:
     return f"load average {load[0]:g} at the start, {load[-1]:g} at the end; " if len(load) == 2 else ""
 
 
+_SETTING = {"supermalloc": "supermalloc on {threads} threads",
+            "tabu_search": "tabu search with its iteration cap lifted so that the time limit binds",
+            "simulated_annealing": "simulated annealing with its iteration cap lifted",
+            "telamalloc": "TelaMalloc with its defaults"}
+
+
 def report(doc: dict) -> str:
     rows, peers, limit = doc["rows"], doc["peers"], doc["time_limit"]
     methods = [*DSA_METHODS, *peers]
@@ -294,9 +300,8 @@ def report(doc: dict) -> str:
              "file), so the optimal peak is LOAD and peak / LOAD - 1 is the distance from the optimum. Every "
              f"method had {limit:g} s per instance and ran alone, one after the other, on a 2-core machine "
              f"shared with other work ({_load_text(doc)}times are indicative); the run took "
-             f"{doc.get('wall_s', 0) / 60:.0f} min. omnimalloc's searches ran in their own virtual environment, "
-             f"supermalloc on {doc['threads']} threads, tabu search and simulated annealing with their "
-             "iteration caps lifted so that the time limit binds, TelaMalloc with its defaults. Every plan "
+             f"{doc.get('wall_s', 0) / 60:.0f} min. omnimalloc's searches ran in their own virtual environment: "
+             + ", ".join(_SETTING[m].format(threads=doc["threads"]) for m in peers) + ". Every plan "
              "shown passed `dsa.validate` (an invalid one would read *invalid*). Bold: dsa at or below the "
              "best peer.", "",
              "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
@@ -331,7 +336,7 @@ def report(doc: dict) -> str:
             last = _mean([r["methods"][m].get("last_improvement_s") for r in rows if m in r["methods"]])
             lines.append(f"| {LABELS[m]} | " + " | ".join("-" if v is None else f"{v:.4f}" for v in means)
                          + f" | {'-' if last is None else f'{last:.1f}'} |")
-    lines += ["", "![peak / LOAD against time](peers_generated.png)", ""]
+    lines += ["", f"![peak / LOAD against time]({doc.get('plot', 'peers_generated.png')})", ""]
     return "\n".join(lines)
 
 
@@ -466,7 +471,7 @@ def main(argv=None) -> int:
     warm_exact()  # no instance's time includes loading a kernel
     doc = {**provenance("peers_generated.py", argv), "time_limit": args.time_limit, "threads": args.threads,
            "peers": args.peers, "peer_settings": {m: PEERS[m] for m in args.peers}, "peer_version": None,
-           "set": args.set, "families": families, "dsa_path": str(Path(dsa.__file__).parent),
+           "set": args.set, "plot": args.out.with_suffix(".png").name, "families": families, "dsa_path": str(Path(dsa.__file__).parent),
            "dsa_commit": args.dsa_commit or _commit(Path(dsa.__file__).parent), "rows": []}
     version = [None]
     t0 = time.perf_counter()
