@@ -471,7 +471,8 @@ def main(argv=None) -> int:
     warm_exact()  # no instance's time includes loading a kernel
     doc = {**provenance("peers_generated.py", argv), "time_limit": args.time_limit, "threads": args.threads,
            "peers": args.peers, "peer_settings": {m: PEERS[m] for m in args.peers}, "peer_version": None,
-           "set": args.set, "plot": args.out.with_suffix(".png").name, "families": families, "dsa_path": str(Path(dsa.__file__).parent),
+           "set": args.set, "plot": args.out.with_suffix(".png").name, "families": families,
+           "dsa_path": str(Path(dsa.__file__).parent),
            "dsa_commit": args.dsa_commit or _commit(Path(dsa.__file__).parent), "rows": []}
     version = [None]
     t0 = time.perf_counter()
