@@ -293,7 +293,8 @@ def report(doc: dict) -> str:
     methods = [*DSA_METHODS, *peers]
     summary = summarize(doc)
     head = ["instance", "n", "LOAD", *(LABELS[m] for m in methods), "best peer"]
-    lines = ["# dsa against omnimalloc's searches on rectangle-cut instances (optimum = LOAD)", "",
+    title = "rectangle-cut instances" + (" of other generator settings" if doc.get("set") == "other" else "")
+    lines = [f"# dsa against omnimalloc's searches on {title} (optimum = LOAD)", "",
              f"Generated {doc['date']} on {doc['machine']} by `{doc['command']}`; omnimalloc "
              f"{doc.get('peer_version') or '?'}, dsa at commit {doc.get('dsa_commit') or '?'}. The instances "
              "come from `dsa.generate.rectangle_cut` (families and generator arguments in the JSON beside this "

@@ -94,3 +94,11 @@ def test_every_instance_of_each_set_is_generated_as_named(pg, name):
         p, plan = rectangle_cut(**args, return_plan=True)
         assert len(p) == n
         assert int((plan + p.sizes).max()) == dsa.load(p)
+
+
+def test_report_of_the_other_set_says_so_and_shows_its_own_plot(pg):
+    doc = {**_doc(pg), "set": "other", "plot": "peers_other.png", "peers": ["supermalloc"]}
+    md = pg.report(doc)
+    assert md.startswith("# dsa against omnimalloc's searches on rectangle-cut instances of other generator")
+    assert "](peers_other.png)" in md and "](peers_generated.png)" not in md
+    assert "virtual environment: supermalloc on 2 threads. Every plan" in md
