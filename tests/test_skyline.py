@@ -575,6 +575,22 @@ def test_the_look_at_the_bound_plans_there_and_keeps_to_its_conditions(monkeypat
         assert stats == ({"bound_look": False, "bound_look_s": stats.get("bound_look_s")} if tried else {})
 
 
+def test_the_look_at_the_bound_takes_its_share_of_the_time_left(monkeypatch):
+    p = rectangle_cut(120, seed=1, pinwheel=0.3, lifetimes="short")
+    given = []
+
+    def look(problem, offsets, cap, deadline, seed=None, max_rows=None):
+        given.append(deadline - time.perf_counter())
+        return None
+
+    monkeypatch.setattr(sky, "bound_look", look)
+    monkeypatch.setattr(best_module, "skyline_runs", lambda problem, seconds: True)
+    for limit in (10.0, 600.0):
+        best_module.bound_look(p, _stacked(p), dsa.load(p), Budget(limit), 0)
+    for limit, seconds in zip((10.0, 600.0), given):
+        assert 0.9 * best_module.BOUND_LOOK_SHARE * limit < seconds <= best_module.BOUND_LOOK_SHARE * limit
+
+
 @pytest.mark.parametrize("strategy", ["best", "exact"])
 def test_best_and_exact_plan_a_perfect_tiling_by_their_look_at_the_bound(strategy):
     # (neither the portfolio nor the canonical first look plans at the bound here; the skyline dives
