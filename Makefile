@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-generalise bench-pools bench-mip bench-peers bench-peers-other bench-memory bench-profile bench-latency docs docs-figures docs-tables clean
+.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-generalise bench-pools bench-mip bench-peers bench-peers-other bench-peers-omnimalloc bench-memory bench-profile bench-latency docs docs-figures docs-tables clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -95,6 +95,18 @@ bench-peers-other: $(PY)
 	$(PY) benchmarks/peers_generated.py --set other --peer-python $(PEERS_VENV)/bin/python --time-limit 20 \
 		--threads 2 --peers supermalloc tabu_search --peer-budgets --out docs/results/peers_other \
 		--summary out/peers_other.json
+
+# opt-in: the same on 12 instances drawn by omnimalloc's own generators of known optimum (guillotine
+# tilings and pinwheel tilings of 300-5,000 buffers, drawn in the peers' environment;
+# benchmarks/peers_generated.py --set omnimalloc), against supermalloc and tabu search only, 20 s each
+# (about 20 minutes); writes docs/results/peers_omnimalloc.{json,md,png} and out/peers_omnimalloc.json.
+bench-peers-omnimalloc: $(PY)
+	$(PIP) -e ".[plot]"
+	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check omnimalloc
+	$(PY) benchmarks/peers_generated.py --set omnimalloc --peer-python $(PEERS_VENV)/bin/python \
+		--time-limit 20 --threads 2 --peers supermalloc tabu_search --peer-budgets \
+		--out docs/results/peers_omnimalloc --summary out/peers_omnimalloc.json
 
 # opt-in: exact against the mip strategy (HiGHS) on windows of 20-40 buffers of the challenging
 # instances, 20 s per window each (about 1 minute). Writes docs/results/exact_vs_mip.{json,md}.

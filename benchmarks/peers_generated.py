@@ -22,7 +22,8 @@ instance), ``OUT.md`` (the table) and ``OUT.png`` (peak / LOAD against time), af
 ``--summary`` writes a compact JSON (instances' generator arguments, n, LOAD and each method's peak).
 ``--report OUT.json`` rewrites the Markdown, the plot and the summary from the JSON alone.
 ``--set other`` measures a second set instead: eleven other generator settings (``OTHER_FAMILIES``), a
-check that what holds on the main set holds off it.
+check that what holds on the main set holds off it; ``--set omnimalloc`` a third: instances drawn by
+omnimalloc's own generators of known optimum (``OMNI_FAMILIES``), in the peer's environment.
 """
 from __future__ import annotations
 
@@ -84,7 +85,30 @@ OTHER_INSTANCES = [
     ("pinwheel-128", 2000, 22), ("pinwheel-256", 500, 23), ("pinwheel-32-a1", 3000, 25),
     ("pinwheel-long", 1500, 26),
 ]
-SETS = {"main": (FAMILIES, INSTANCES), "other": (OTHER_FAMILIES, OTHER_INSTANCES)}
+# a third set (``--set omnimalloc``): instances drawn by omnimalloc's own generators of known optimum
+# (``omnimalloc.benchmark.sources``; TilingSource: guillotine cuts, PinwheelSource: every block a
+# pinwheel), in the peer's environment, with their defaults but for the arguments named here (a 1 MiB by
+# 2**20-tick rectangle; sizes and lifetimes to the byte and the tick, at least 1 KiB and 1 tick): the
+# peers' own ground, drawn by code dsa was never tuned on
+OMNI_FAMILIES = {
+    "omni-tiling": {"source": "TilingSource"},
+    "omni-tiling-mem": {"source": "TilingSource", "mem_cut_prob": 0.9},     # mostly cuts of memory
+    "omni-tiling-time": {"source": "TilingSource", "mem_cut_prob": 0.1},    # mostly cuts of time
+    "omni-pinwheel": {"source": "PinwheelSource"},                          # (4k + 1 buffers)
+}
+OMNI_INSTANCES = [
+    ("omni-tiling", 300, 1), ("omni-tiling", 2000, 6), ("omni-tiling", 5000, 5), ("omni-tiling-mem", 1000, 7),
+    ("omni-tiling-time", 1000, 8), ("omni-pinwheel", 301, 1), ("omni-pinwheel", 1001, 2),
+    ("omni-pinwheel", 2001, 3), ("omni-pinwheel", 3001, 5), ("omni-pinwheel", 4001, 4), ("omni-pinwheel", 4001, 6),
+    ("omni-pinwheel", 5001, 7),
+]
+SETS = {"main": (FAMILIES, INSTANCES), "other": (OTHER_FAMILIES, OTHER_INSTANCES),
+        "omnimalloc": (OMNI_FAMILIES, OMNI_INSTANCES)}
+# each set's generator, as the report and the digest name it, and the report's words for its instances
+GENERATORS = {"main": "dsa.generate.rectangle_cut", "other": "dsa.generate.rectangle_cut",
+              "omnimalloc": "omnimalloc.benchmark.sources"}
+TITLES = {"main": "rectangle-cut instances", "other": "rectangle-cut instances of other generator settings",
+          "omnimalloc": "instances of omnimalloc's own generators"}
 DSA_METHODS = ("best", "exact")
 # omnimalloc's searches: the allocator class and its arguments besides the timeout. Tabu search and
 # simulated annealing stop after 500 / 3,000 iterations by default, well before a 20 s budget on a few
@@ -121,8 +145,45 @@ def instance_name(family: str, n: int, seed: int) -> str:
 
 
 def generator_args(family: str, n: int, seed: int) -> dict:
-    """The keyword arguments of :func:`dsa.generate.rectangle_cut` that make this instance."""
+    """The keyword arguments that make this instance: of :func:`dsa.generate.rectangle_cut`, or for
+    the omnimalloc set the source's class (``source``) and its constructor's arguments."""
+    if family in OMNI_FAMILIES:
+        return {**OMNI_FAMILIES[family], "num_allocations": n, "seed": seed}
     return {"n": n, "seed": seed, **(FAMILIES[family] if family in FAMILIES else OTHER_FAMILIES[family])}
+
+
+# runs in the peer's environment: argv = JSON of generator_args; prints the buffers and the optimum
+PEER_GENERATE = r"""
+import json, sys
+import omnimalloc
+from omnimalloc.benchmark import sources
+args = json.loads(sys.argv[1])
+source = getattr(sources, args.pop("source"))(**args)
+allocs = source.get_allocations()
+print(json.dumps({"version": omnimalloc.__version__, "optimum": source.get_known_optimum(),
+                  "starts": [int(a.start) for a in allocs], "ends": [int(a.end) for a in allocs],
+                  "sizes": [int(a.size) for a in allocs]}))
+"""
+
+
+def make_problem(family: str, n: int, seed: int, peer_python: str | None = None):
+    """The instance's :class:`dsa.Problem`: drawn by :func:`dsa.generate.rectangle_cut`, or for the
+    omnimalloc set by omnimalloc's source in the peer's environment (``peer_python``), whose known
+    optimum must be LOAD (a ``RuntimeError`` otherwise: the ratios would not be distances from it)."""
+    import dsa
+    from dsa.generate import rectangle_cut
+
+    gen = generator_args(family, n, seed)
+    if family not in OMNI_FAMILIES:
+        return rectangle_cut(**gen)
+    got = run_peer_script(peer_python, PEER_GENERATE, [json.dumps(gen)], timeout=600)
+    if not got.pop("ok"):
+        raise RuntimeError(f"omnimalloc could not generate {instance_name(family, n, seed)}: {got.get('error')}")
+    problem = dsa.Problem(got["starts"], got["ends"], got["sizes"])
+    if got["optimum"] != dsa.load(problem):
+        raise RuntimeError(f"{instance_name(family, n, seed)}: omnimalloc's known optimum {got['optimum']} is "
+                           f"not LOAD {dsa.load(problem)}")
+    return problem
 
 
 # --- trajectories ------------------------------------------------------------------------------------
@@ -199,11 +260,10 @@ def run_peer(python: str, csv_path: Path, problem, method: str, limit: float, th
 def measure(spec, args, version: list) -> dict:
     import dsa
     import dsa.io
-    from dsa.generate import rectangle_cut
 
     family, n, seed = spec
     gen = generator_args(family, n, seed)
-    problem = rectangle_cut(**gen)
+    problem = make_problem(family, n, seed, args.peer_python)
     row = {"instance": instance_name(family, n, seed), "family": family, "generator_args": gen,
            "n": len(problem), "load": int(dsa.load(problem)), "methods": {}}
     for strategy in DSA_METHODS:
@@ -293,12 +353,17 @@ def report(doc: dict) -> str:
     methods = [*DSA_METHODS, *peers]
     summary = summarize(doc)
     head = ["instance", "n", "LOAD", *(LABELS[m] for m in methods), "best peer"]
-    title = "rectangle-cut instances" + (" of other generator settings" if doc.get("set") == "other" else "")
-    lines = [f"# dsa against omnimalloc's searches on {title} (optimum = LOAD)", "",
+    which = doc.get("set", "main")
+    origin = ("omnimalloc's own generators of known optimum, `omnimalloc.benchmark.sources` (TilingSource, "
+              "PinwheelSource; run in the peers' environment, each instance's optimum checked equal to LOAD; "
+              "sources and their arguments in the JSON beside this file): tilings of a rectangle, "
+              if which == "omnimalloc" else
+              "`dsa.generate.rectangle_cut` (families and generator arguments in the JSON beside this file), ")
+    lines = [f"# dsa against omnimalloc's searches on {TITLES[which]} (optimum = LOAD)", "",
              f"Generated {doc['date']} on {doc['machine']} by `{doc['command']}`; omnimalloc "
              f"{doc.get('peer_version') or '?'}, dsa at commit {doc.get('dsa_commit') or '?'}. The instances "
-             "come from `dsa.generate.rectangle_cut` (families and generator arguments in the JSON beside this "
-             "file), so the optimal peak is LOAD and peak / LOAD - 1 is the distance from the optimum. Every "
+             f"come from {origin}so the optimal peak is LOAD and peak / LOAD - 1 is the distance from the "
+             "optimum. Every "
              f"method had {limit:g} s per instance and ran alone, one after the other, on a 2-core machine "
              f"shared with other work ({_load_text(doc)}times are indicative); the run took "
              f"{doc.get('wall_s', 0) / 60:.0f} min. omnimalloc's searches ran in their own virtual environment: "
@@ -361,7 +426,7 @@ def compact(doc: dict) -> dict:
     for r in doc["rows"]:
         method, value = best_peer(r, peers)
         out.append({"instance": r["instance"], "family": r["family"],
-                    "generator": "dsa.generate.rectangle_cut", "generator_args": r["generator_args"],
+                    "generator": GENERATORS[doc.get("set", "main")], "generator_args": r["generator_args"],
                     "n": r["n"], "load": r["load"],
                     "peak": {m: (x["peak"] if x.get("valid") else None) for m, x in r["methods"].items()},
                     "best_peer": None if method is None else {
@@ -410,7 +475,7 @@ def plot(doc: dict, path: Path) -> None:
     axes[0][0].set_ylabel("peak / LOAD")
     axes[0][0].set_xlabel("seconds")
     axes[0][0].legend(fontsize=7)
-    fig.suptitle(f"peak / LOAD against time on rectangle-cut instances (optimum = LOAD), limit {limit:g} s; "
+    fig.suptitle(f"peak / LOAD against time on {TITLES[doc.get('set', 'main')]} (optimum = LOAD), limit {limit:g} s; "
                  "dsa: incumbent of one run; peers: one run per time limit", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
@@ -448,7 +513,8 @@ def main(argv=None) -> int:
     ap.add_argument("--peers", nargs="+", default=list(PEERS), choices=list(PEERS))
     ap.add_argument("--threads", type=int, default=2, help="supermalloc's threads (default 2)")
     ap.add_argument("--set", choices=list(SETS), default="main",
-                    help="the instances: the main set (default) or other generator settings")
+                    help="the instances: the main set (default), other generator settings, or "
+                    "omnimalloc's own generators")
     ap.add_argument("--instances", help="comma-separated names (family-n-sSEED) or indices in the set "
                     "(default: all)")
     ap.add_argument("--out", type=Path, default=Path("out/peers_generated"), help="output path without suffix")

@@ -85,6 +85,7 @@ def test_every_instance_of_each_set_is_generated_as_named(pg, name):
     from dsa.generate import rectangle_cut
 
     assert not set(pg.FAMILIES) & set(pg.OTHER_FAMILIES)
+    assert not (set(pg.FAMILIES) | set(pg.OTHER_FAMILIES)) & set(pg.OMNI_FAMILIES)
     families, specs = pg.SETS[name]
     assert len({pg.instance_name(*s) for s in specs}) == len(specs)
     for family, n, seed in specs:
@@ -102,3 +103,73 @@ def test_report_of_the_other_set_says_so_and_shows_its_own_plot(pg):
     assert md.startswith("# dsa against omnimalloc's searches on rectangle-cut instances of other generator")
     assert "](peers_other.png)" in md and "](peers_generated.png)" not in md
     assert "virtual environment: supermalloc on 2 threads. Every plan" in md
+
+
+def test_the_omnimalloc_set_names_each_source_and_its_arguments(pg):
+    # its instances are drawn by omnimalloc in the peer's environment (not here: see the fake below);
+    # each is named once, and its arguments name the source's class and its constructor's arguments
+    families, specs = pg.SETS["omnimalloc"]
+    assert len({pg.instance_name(*s) for s in specs}) == len(specs)
+    for family, n, seed in specs:
+        args = pg.generator_args(family, n, seed)
+        assert args == {**families[family], "num_allocations": n, "seed": seed}
+        assert args["source"] in ("TilingSource", "PinwheelSource")
+        if args["source"] == "PinwheelSource":
+            assert n % 4 == 1  # (each split makes five buffers of one)
+
+
+_FAKE_SOURCES = """
+class _A:
+    def __init__(self, start, end, size):
+        self.start, self.end, self.size = start, end, size
+
+
+class TilingSource:
+    def __init__(self, num_allocations, seed, optimum=None):
+        self.n, self.optimum = num_allocations, optimum
+
+    def get_allocations(self):
+        # a 2 x 8 rectangle cut into n - 1 buffers of time (1, 2) and height 1 over [0, 1), and one over [1, 2)
+        return tuple([_A(0, 1, 8 // (self.n - 1))] * (self.n - 1) + [_A(1, 2, 8)])
+
+    def get_known_optimum(self):
+        return 8 if self.optimum is None else self.optimum
+"""
+
+
+@pytest.fixture
+def fake_omnimalloc(tmp_path, monkeypatch):
+    # a stand-in for omnimalloc's generators on the peer's PYTHONPATH, run by this interpreter
+    import sys
+
+    pkg = tmp_path / "omnimalloc"
+    (pkg / "benchmark").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("__version__ = 'fake'\n")
+    (pkg / "benchmark" / "__init__.py").write_text("")
+    (pkg / "benchmark" / "sources.py").write_text(_FAKE_SOURCES)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    return sys.executable
+
+
+def test_an_omnimalloc_instance_is_drawn_in_the_peer_environment_and_its_optimum_checked(pg, fake_omnimalloc,
+                                                                                         monkeypatch):
+    monkeypatch.setitem(pg.OMNI_FAMILIES, "fake", {"source": "TilingSource"})
+    p = pg.make_problem("fake", 5, 0, fake_omnimalloc)
+    assert len(p) == 5 and list(p.sizes) == [2, 2, 2, 2, 8] and list(p.ends) == [1, 1, 1, 1, 2]
+    assert dsa.load(p) == 8
+    # a source whose known optimum is not LOAD is refused: the ratios would not be distances from it
+    monkeypatch.setitem(pg.OMNI_FAMILIES, "fake", {"source": "TilingSource", "optimum": 9})
+    with pytest.raises(RuntimeError, match="known optimum 9 is not LOAD 8"):
+        pg.make_problem("fake", 5, 0, fake_omnimalloc)
+    # and one that fails says which instance
+    with pytest.raises(RuntimeError, match="could not generate fake-1-s0"):
+        pg.make_problem("fake", 1, 0, fake_omnimalloc)
+
+
+def test_report_of_the_omnimalloc_set_names_its_generators(pg):
+    doc = {**_doc(pg), "set": "omnimalloc", "plot": "peers_omnimalloc.png"}
+    md = pg.report(doc)
+    assert md.startswith("# dsa against omnimalloc's searches on instances of omnimalloc's own generators")
+    assert "`omnimalloc.benchmark.sources` (TilingSource, PinwheelSource" in md
+    assert "dsa.generate.rectangle_cut" not in md and "](peers_omnimalloc.png)" in md
+    assert pg.compact(doc)["instances"][0]["generator"] == "omnimalloc.benchmark.sources"
