@@ -551,6 +551,12 @@ def test_bound_look_gives_up_on_a_capacity_it_proves_out_of_reach_and_at_its_dea
     assert np.array_equal(np.sort(out), [0, 4])
     big = rectangle_cut(2000, seed=1)
     assert sky.bound_look(big, _stacked(big), dsa.load(big), time.perf_counter()) is None
+    # a period of more rows than max_rows: nothing tried without large_deadline (however far the
+    # deadline), else the look ends by it (here at once)
+    assert sky.bound_look(big, _stacked(big), dsa.load(big), time.perf_counter() + 60, max_rows=100) is None
+    began = time.perf_counter()
+    assert sky.bound_look(big, _stacked(big), dsa.load(big), began + 60, max_rows=100, large_deadline=began) is None
+    assert time.perf_counter() - began < 30.0  # (not the 60 s of its deadline)
     # a plan already within the capacity is returned as it is
     plan = rectangle_cut(50, seed=1, return_plan=True)[1]
     small = rectangle_cut(50, seed=1)
@@ -565,30 +571,42 @@ def test_the_look_at_the_bound_plans_there_and_keeps_to_its_conditions(monkeypat
     out = best_module.bound_look(p, bad, dsa.load(p), Budget(30.0), 0, stats)
     dsa.validate(p, out)
     assert plan_peak(p, out) == dsa.load(p) and stats["bound_look"] is True
-    # a plan already at the target, too little time left, a busy period above the target with too
-    # many rows: nothing found (and in the first two cases, nothing tried)
+    # a plan already at the target, too little time left, a busy period above the target with more
+    # rows than BOUND_LOOK_MAX_ROWS and no share of the time for such: nothing found (and in the first
+    # two cases, nothing tried)
+    monkeypatch.setattr(best_module, "BOUND_LOOK_LARGE_SHARE", 0.0)
     for plan, limit, rows, tried in ((out, 30.0, 1000, False), (bad, best_module.BOUND_LOOK_MIN_S / 2, 1000, False),
                                      (bad, 30.0, 10, True)):
         monkeypatch.setattr(best_module, "BOUND_LOOK_MAX_ROWS", rows)
         stats = {}
         assert best_module.bound_look(p, plan, dsa.load(p), Budget(limit), 0, stats) is None
         assert stats == ({"bound_look": False, "bound_look_s": stats.get("bound_look_s")} if tried else {})
+    # with its share (here 1 s of 10), the short look at a large period plans this one at once
+    monkeypatch.setattr(best_module, "BOUND_LOOK_LARGE_SHARE", 0.1)
+    stats = {}
+    out = best_module.bound_look(p, bad, dsa.load(p), Budget(10.0), 0, stats)
+    dsa.validate(p, out)
+    assert plan_peak(p, out) == dsa.load(p) and stats["bound_look"] is True
 
 
 def test_the_look_at_the_bound_takes_its_share_of_the_time_left(monkeypatch):
     p = rectangle_cut(120, seed=1, pinwheel=0.3, lifetimes="short")
     given = []
 
-    def look(problem, offsets, cap, deadline, seed=None, max_rows=None):
-        given.append(deadline - time.perf_counter())
+    def look(problem, offsets, cap, deadline, seed=None, max_rows=None, large_deadline=None):
+        now = time.perf_counter()
+        given.append((deadline - now, large_deadline - now, max_rows))
         return None
 
     monkeypatch.setattr(sky, "bound_look", look)
     monkeypatch.setattr(best_module, "skyline_runs", lambda problem, seconds: True)
     for limit in (10.0, 600.0):
         best_module.bound_look(p, _stacked(p), dsa.load(p), Budget(limit), 0)
-    for limit, seconds in zip((10.0, 600.0), given):
+    for limit, (seconds, large, rows) in zip((10.0, 600.0), given):
         assert 0.9 * best_module.BOUND_LOOK_SHARE * limit < seconds <= best_module.BOUND_LOOK_SHARE * limit
+        # (and where a busy period has more than BOUND_LOOK_MAX_ROWS rows, its own, smaller share)
+        assert 0.9 * best_module.BOUND_LOOK_LARGE_SHARE * limit < large <= best_module.BOUND_LOOK_LARGE_SHARE * limit
+        assert rows == best_module.BOUND_LOOK_MAX_ROWS
 
 
 @pytest.mark.parametrize("strategy", ["best", "exact"])
@@ -602,3 +620,36 @@ def test_best_and_exact_plan_a_perfect_tiling_by_their_look_at_the_bound(strateg
     assert sol.status is dsa.Status.OPTIMAL and sol.peak == dsa.load(p)
     assert sol.stats["bound_look"] is True
 
+
+
+def _edge_to_edge(n, seed, width=1 << 20, height=1 << 20, min_size=1024):
+    """A ``width`` (time) x ``height`` (bytes) rectangle cut into ``n`` buffers by straight cuts from
+    edge to edge, each cutting a piece drawn with probability proportional to its area, across time
+    or across memory at random (as omnimalloc's TilingSource draws them): its optimum is LOAD."""
+    rng = np.random.default_rng(seed)
+    tiles = [(0, width, 0, height)]  # start, end, offset, size
+    while len(tiles) < n:
+        area = np.array([(e - s) * h for s, e, _, h in tiles], dtype=float)
+        k = int(rng.choice(len(tiles), p=area / area.sum()))
+        s, e, o, h = tiles[k]
+        if rng.random() < 0.5 and h >= 2 * min_size:
+            c = int(rng.integers(min_size, h - min_size + 1))
+            tiles[k:k + 1] = [(s, e, o, c), (s, e, o + c, h - c)]
+        elif e - s >= 2:
+            c = int(rng.integers(s + 1, e))
+            tiles[k:k + 1] = [(s, c, o, h), (c, e, o, h)]
+    starts, ends, _, sizes = map(np.array, zip(*tiles))
+    return dsa.Problem(starts, ends, sizes)
+
+
+@pytest.mark.parametrize("strategy", ["best", "exact"])
+def test_a_large_edge_to_edge_tiling_is_planned_at_the_bound_by_a_short_look(strategy):
+    # 1,100 buffers, one busy period: more rows than BOUND_LOOK_MAX_ROWS, so the look at the bound
+    # gets BOUND_LOOK_LARGE_SHARE of the time; its first dives plan such tilings there
+    sky.warm()
+    p = _edge_to_edge(1100, seed=0)
+    assert len(p) == 1100 and dsa.load(p) == 1 << 20
+    sol = dsa.solve(p, strategy, time_limit=20.0)
+    dsa.validate(p, sol)
+    assert sol.status is dsa.Status.OPTIMAL and sol.peak == dsa.load(p)
+    assert sol.stats["bound_look"] is True

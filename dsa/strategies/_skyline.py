@@ -524,7 +524,7 @@ def _reversed(problem):
     return Problem(last - problem.ends, last - problem.starts, problem.sizes, alignments=problem.alignments)
 
 
-def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None):
+def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None, large_deadline=None):
     """A plan of peak at most ``cap`` (the lower bound, typically) from restarted dives, or None.
 
     Each busy period of ``problem`` whose plan in ``offsets`` reaches above ``cap`` gets a
@@ -534,7 +534,8 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None):
     deterministic), until every such period has a plan within ``cap`` (returned: ``offsets`` with
     those periods replaced), ``deadline`` (a ``time.perf_counter()`` value) passes, or a dive ends
     without a plan (it searched its whole canonical space: none within ``cap``; returns None).
-    Nothing is tried (None) when one of those periods has more than ``max_rows`` rows. The dives
+    When one of those periods has more than ``max_rows`` rows, the look ends by ``large_deadline``
+    instead (None: nothing is tried, None is returned). The dives
     run on as many threads as the canonical search would use (the kernel releases the GIL), each
     thread with its own share of the skylines; which thread plans a period first can change from
     run to run, so the plan can too (it is valid and within ``cap`` either way).
@@ -553,6 +554,7 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None):
     deadline : float
     seed : int, optional
     max_rows : int, optional
+    large_deadline : float, optional
 
     Returns
     -------
@@ -570,7 +572,9 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None):
     periods = [rows for rows in Sweep(problem).period_rows()
                if int((best[rows] + problem.sizes[rows]).max()) > cap]
     if max_rows is not None and any(len(rows) > max_rows for rows in periods):
-        return None
+        if large_deadline is None:
+            return None
+        deadline = min(deadline, large_deadline)
     seeds = np.random.SeedSequence(check_seed(seed)).generate_state(max(1, len(periods)), dtype=np.uint32)
     items = []  # [period, skyline, unit, dives so far]
     for j, rows in enumerate(periods):

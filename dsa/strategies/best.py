@@ -272,6 +272,10 @@ BOUND_LOOK_MIN_S = 2.0
 # 3,000-5,000 buffers best at 20 s lost 0.6-1.6 % to the time it took (the improvement phase's large
 # problems start at 1,000 movable rows too)
 BOUND_LOOK_MAX_ROWS = 1000
+# ... beyond which the look gets this share of the time left instead: tilings by guillotine cuts that
+# run edge to edge (omnimalloc's TilingSource, 2,000 and 5,000 buffers) are planned at the bound by
+# the first dives, in 0.03-0.11 s, where the improvement phase took 5 s
+BOUND_LOOK_LARGE_SHARE = 0.02
 # the skyline search's kernel takes about 3 s to compile: with an empty numba cache (no `dsa warmup`)
 # it runs only in calls that have at least this long left, so that a short call does not spend more
 # than its budget compiling a search it would run for a second (stats["skyline"] says so)
@@ -318,9 +322,11 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
     """Restarted skyline dives at ``target`` (the lower bound) for ``BOUND_LOOK_SHARE`` of the time
     left (:func:`dsa.strategies._skyline.bound_look`): a plan there (returned; None otherwise) is
     optimal. Only under a deadline with at least ``BOUND_LOOK_MIN_S`` seconds left, where the skyline
-    search runs (:func:`skyline_runs`), and when no busy period above ``target`` has more than
-    ``BOUND_LOOK_MAX_ROWS`` rows (the chance that such dives complete a plan at the bound falls
-    steeply with the rows: on large problems the time goes to the improvement phase). Past the time
+    search runs (:func:`skyline_runs`). When a busy period above ``target`` has more than
+    ``BOUND_LOOK_MAX_ROWS`` rows, the look gets ``BOUND_LOOK_LARGE_SHARE`` of the time left instead
+    (the chance that such dives complete a plan at the bound falls steeply with the rows on most
+    problems, so the time goes to the improvement phase; on tilings by edge-to-edge cuts the first
+    dives plan there at once, at any size). Past the time
     and the skyline's conditions, ``stats`` (a dict) gets ``bound_look`` (whether a plan at ``target``
     was found) and ``bound_look_s`` (seconds spent)."""
     from dsa.strategies import _skyline
@@ -332,7 +338,7 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
         return None
     began = time.perf_counter()
     out = _skyline.bound_look(problem, offsets, target, began + BOUND_LOOK_SHARE * left, seed=seed,
-                              max_rows=BOUND_LOOK_MAX_ROWS)
+                              max_rows=BOUND_LOOK_MAX_ROWS, large_deadline=began + BOUND_LOOK_LARGE_SHARE * left)
     if stats is not None:
         stats["bound_look"], stats["bound_look_s"] = out is not None, time.perf_counter() - began
     return out
@@ -467,8 +473,8 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
 def _improve(problem, offsets, bound, budget, seed, t0, log=None):
     """Phase 2: search for a lower plan until the budget, the bound or a proof ends it.
 
-    0. :func:`bound_look`: restarted skyline dives at the bound, a share of the time left, where
-       they may plan there (a plan there ends the phase).
+    0. :func:`bound_look`: restarted skyline dives at the bound, a share of the time left (a small
+       one on large busy periods; a plan there ends the phase).
     1. A MiniMalloc-style search over canonical plans (:mod:`dsa.strategies._canonical_search`; Moffitt,
        ASPLOS 2023) probes capacities below the incumbent's peak with node-limited searches whose
        budgets grow round by round; a probe it completes without a plan proves a lower bound. It
