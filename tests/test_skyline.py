@@ -595,7 +595,7 @@ def test_the_look_at_the_bound_takes_its_share_of_the_time_left(monkeypatch):
 
     def look(problem, offsets, cap, deadline, seed=None, max_rows=None, large_deadline=None):
         now = time.perf_counter()
-        given.append((deadline - now, large_deadline - now, max_rows))
+        given.append((deadline - now, None if large_deadline is None else large_deadline - now, max_rows))
         return None
 
     monkeypatch.setattr(sky, "bound_look", look)
@@ -607,6 +607,10 @@ def test_the_look_at_the_bound_takes_its_share_of_the_time_left(monkeypatch):
         # (and where a busy period has more than BOUND_LOOK_MAX_ROWS rows, its own, smaller share)
         assert 0.9 * best_module.BOUND_LOOK_LARGE_SHARE * limit < large <= best_module.BOUND_LOOK_LARGE_SHARE * limit
         assert rows == best_module.BOUND_LOOK_MAX_ROWS
+    # on a problem of more than BOUND_LOOK_LARGE_MAX_ROWS movable rows, no share for large periods
+    monkeypatch.setattr(best_module, "BOUND_LOOK_LARGE_MAX_ROWS", len(p) - 1)
+    best_module.bound_look(p, _stacked(p), dsa.load(p), Budget(10.0), 0)
+    assert given[-1][1] is None and given[-1][0] > 0.9 * best_module.BOUND_LOOK_SHARE * 10.0
 
 
 @pytest.mark.parametrize("strategy", ["best", "exact"])

@@ -276,6 +276,10 @@ BOUND_LOOK_MAX_ROWS = 1000
 # run edge to edge (omnimalloc's TilingSource, 2,000 and 5,000 buffers) are planned at the bound by
 # the first dives, in 0.03-0.11 s, where the improvement phase took 5 s
 BOUND_LOOK_LARGE_SHARE = 0.02
+# ... on problems of at most this many movable rows (beyond it, none): on larger ones a single dive
+# outlasts such a share many times (rectangle cuts at 18 s: 0.36-0.65 s up to 20,000 buffers, 3 s at
+# 50,000)
+BOUND_LOOK_LARGE_MAX_ROWS = 20_000
 # the skyline search's kernel takes about 3 s to compile: with an empty numba cache (no `dsa warmup`)
 # it runs only in calls that have at least this long left, so that a short call does not spend more
 # than its budget compiling a search it would run for a second (stats["skyline"] says so)
@@ -296,6 +300,11 @@ SKYLINE_AGAIN_MIN_S = 0.5
 # 1.0959 -> 1.0927 x LOAD. (Rounds taking turns between both directions in the first search as well
 # were no better: 1.0688 -> 1.0689, 5 lower and 5 higher.)
 REVERSE_AGAIN = True
+
+
+def _movable(problem) -> int:
+    """The rows a search places: neither fixed nor of size 0."""
+    return int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
 
 
 def skyline_runs(problem, seconds: float) -> bool:
@@ -323,10 +332,11 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
     left (:func:`dsa.strategies._skyline.bound_look`): a plan there (returned; None otherwise) is
     optimal. Only under a deadline with at least ``BOUND_LOOK_MIN_S`` seconds left, where the skyline
     search runs (:func:`skyline_runs`). When a busy period above ``target`` has more than
-    ``BOUND_LOOK_MAX_ROWS`` rows, the look gets ``BOUND_LOOK_LARGE_SHARE`` of the time left instead
-    (the chance that such dives complete a plan at the bound falls steeply with the rows on most
-    problems, so the time goes to the improvement phase; on tilings by edge-to-edge cuts the first
-    dives plan there at once, at any size). Past the time
+    ``BOUND_LOOK_MAX_ROWS`` rows, the look gets ``BOUND_LOOK_LARGE_SHARE`` of the time left instead,
+    and none on problems of more than ``BOUND_LOOK_LARGE_MAX_ROWS`` movable rows (the chance that
+    such dives complete a plan at the bound falls steeply with the rows on most problems, so the time
+    goes to the improvement phase; on tilings by edge-to-edge cuts the first dives plan there at
+    once, at any size). Past the time
     and the skyline's conditions, ``stats`` (a dict) gets ``bound_look`` (whether a plan at ``target``
     was found) and ``bound_look_s`` (seconds spent)."""
     from dsa.strategies import _skyline
@@ -337,8 +347,10 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
     if plan_peak(problem, offsets) <= target:
         return None
     began = time.perf_counter()
+    movable = _movable(problem)
+    large = began + BOUND_LOOK_LARGE_SHARE * left if movable <= BOUND_LOOK_LARGE_MAX_ROWS else None
     out = _skyline.bound_look(problem, offsets, target, began + BOUND_LOOK_SHARE * left, seed=seed,
-                              max_rows=BOUND_LOOK_MAX_ROWS, large_deadline=began + BOUND_LOOK_LARGE_SHARE * left)
+                              max_rows=BOUND_LOOK_MAX_ROWS, large_deadline=large)
     if stats is not None:
         stats["bound_look"], stats["bound_look_s"] = out is not None, time.perf_counter() - began
     return out
@@ -411,7 +423,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
     # on large problems (the local search works a window at a time there, and the canonical search
     # cannot take a whole busy period) the repair of time windows by the canonical search comes first,
     # local-search runs when it stops before the deadline
-    movable = int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
+    movable = _movable(problem)
     large = budget.deadline is not None and movable > 1000
     skyline = budget.deadline is not None and peak > target and skyline_runs(problem, budget.remaining())
     if budget.deadline is not None and peak > target and not skyline and skyline_supported(problem):
@@ -512,7 +524,7 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
     if look is not None:
         progress("plan", bound, plan_peak(problem, look), bound, 0)
         return look, 0, {**looked, "improvements": improvements}
-    movable = int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
+    movable = _movable(problem)
     left = budget.remaining()
     if budget.deadline is not None:
         if movable > 1000:
