@@ -13,7 +13,7 @@ from dsa.strategies import best as best_module
 
 @pytest.fixture(scope="module")
 def large():
-    # one busy period of more than _canonical_search.MAX_BUFFERS rows: the canonical search cannot help
+    # one busy period of more than 1,000 rows: a large problem (window repairs in the improvement phase)
     return rectangle_cut(2500, seed=4, pinwheel=0.3)
 
 

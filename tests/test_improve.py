@@ -210,7 +210,8 @@ def test_loading_the_kernel_is_not_taken_from_the_time_limit(monkeypatch):
     assert stats["nodes"] > 0 and dsa.solution.plan_peak(p, out) == dsa.load(p)
 
 
-def test_search_keeps_a_plan_it_cannot_improve_and_stops_on_large_periods():
+def test_search_keeps_a_plan_it_cannot_improve_and_stops_on_large_periods(monkeypatch):
+    monkeypatch.setattr(canonical, "MAX_BUFFERS", 2000)
     big = dsa.generate.random_trace(3000, seed=0)  # one busy period of more than MAX_BUFFERS rows
     start = dsa.solve(big, "greedy_by_size").offsets
     out, stats = canonical.lower_peak(big, start, time_limit=5.0)
