@@ -41,6 +41,7 @@ __all__ = ["CanonicalSearch", "lower_peak", "feasible", "warm", "threads"]
 # LOAD); exact on 4 of both: 2 lower, 2 level
 MAX_BUFFERS = 10_000
 MAX_DEGREE_SUM = 2_000_000  # bound on the number of (buffer, time-neighbour) pairs of a period
+OVERLAP_BLOCK = 512         # rows of a period whose time neighbours are found at once
 MAX_SPAN_SUM = 4_000_000    # bound on sum over buffers of the sections they span
 # static preorders (tie-breaks of the dynamic order), as letters: T = largest section total the
 # buffer meets (recomputed from the unplaced sizes for each piece of a decomposition, as MiniMalloc
@@ -107,16 +108,22 @@ class _Period:
         if not self.searchable:
             return
         S = len(times) - 1
-        # time-overlap lists (CSR)
-        ov = (st[:, None] < en[None, :]) & (st[None, :] < en[:, None])
-        np.fill_diagonal(ov, False)
-        deg = ov.sum(axis=1)
+        # time-overlap lists (CSR), OVERLAP_BLOCK rows at a time (the whole matrix would take m^2
+        # bytes several times over: 100 MB each at 10,000 rows)
+        deg = np.zeros(m, np.int64)
+        cols = []
+        for a in range(0, m, OVERLAP_BLOCK):
+            b = min(m, a + OVERLAP_BLOCK)
+            ov = (st[a:b, None] < en[None, :]) & (st[None, :] < en[a:b, None])
+            ov[np.arange(b - a), np.arange(a, b)] = False
+            deg[a:b] = ov.sum(axis=1)
+            if int(deg[:b].sum()) > MAX_DEGREE_SUM:
+                self.searchable = False
+                return
+            cols.append(np.nonzero(ov)[1])
         self.adj_ptr = np.zeros(m + 1, np.int64)
         np.cumsum(deg, out=self.adj_ptr[1:])
-        if int(deg.sum()) > MAX_DEGREE_SUM:
-            self.searchable = False
-            return
-        self.adj = np.nonzero(ov)[1].astype(np.int64)
+        self.adj = np.concatenate(cols).astype(np.int64) if cols else np.zeros(0, np.int64)
         # buffers alive in each section (CSR, grouped by section)
         owner = np.repeat(np.arange(m, dtype=np.int64), spans)
         sec = np.arange(len(owner), dtype=np.int64) - np.repeat(np.cumsum(spans) - spans, spans) \
