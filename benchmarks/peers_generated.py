@@ -105,10 +105,18 @@ OMNI_INSTANCES = [
 SETS = {"main": (FAMILIES, INSTANCES), "other": (OTHER_FAMILIES, OTHER_INSTANCES),
         "omnimalloc": (OMNI_FAMILIES, OMNI_INSTANCES)}
 # each set's generator, as the report and the digest name it, and the report's words for its instances
+# and where they come from
 GENERATORS = {"main": "dsa.generate.rectangle_cut", "other": "dsa.generate.rectangle_cut",
               "omnimalloc": "omnimalloc.benchmark.sources"}
 TITLES = {"main": "rectangle-cut instances", "other": "rectangle-cut instances of other generator settings",
           "omnimalloc": "instances of omnimalloc's own generators"}
+_RECTANGLE_CUT = ("`dsa.generate.rectangle_cut` (families and generator arguments in the JSON beside this "
+                  "file), ")
+ORIGINS = {"main": _RECTANGLE_CUT, "other": _RECTANGLE_CUT,
+           "omnimalloc": "omnimalloc's own generators of known optimum, `omnimalloc.benchmark.sources` "
+                         "(TilingSource, PinwheelSource; run in the peers' environment, each instance's optimum "
+                         "checked equal to LOAD; sources and their arguments in the JSON beside this file): "
+                         "tilings of a rectangle, "}
 DSA_METHODS = ("best", "exact")
 # omnimalloc's searches: the allocator class and its arguments besides the timeout. Tabu search and
 # simulated annealing stop after 500 / 3,000 iterations by default, well before a 20 s budget on a few
@@ -354,15 +362,10 @@ def report(doc: dict) -> str:
     summary = summarize(doc)
     head = ["instance", "n", "LOAD", *(LABELS[m] for m in methods), "best peer"]
     which = doc.get("set", "main")
-    origin = ("omnimalloc's own generators of known optimum, `omnimalloc.benchmark.sources` (TilingSource, "
-              "PinwheelSource; run in the peers' environment, each instance's optimum checked equal to LOAD; "
-              "sources and their arguments in the JSON beside this file): tilings of a rectangle, "
-              if which == "omnimalloc" else
-              "`dsa.generate.rectangle_cut` (families and generator arguments in the JSON beside this file), ")
     lines = [f"# dsa against omnimalloc's searches on {TITLES[which]} (optimum = LOAD)", "",
              f"Generated {doc['date']} on {doc['machine']} by `{doc['command']}`; omnimalloc "
              f"{doc.get('peer_version') or '?'}, dsa at commit {doc.get('dsa_commit') or '?'}. The instances "
-             f"come from {origin}so the optimal peak is LOAD and peak / LOAD - 1 is the distance from the "
+             f"come from {ORIGINS[which]}so the optimal peak is LOAD and peak / LOAD - 1 is the distance from the "
              "optimum. Every "
              f"method had {limit:g} s per instance and ran alone, one after the other, on a 2-core machine "
              f"shared with other work ({_load_text(doc)}times are indicative); the run took "

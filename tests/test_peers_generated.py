@@ -129,7 +129,8 @@ class TilingSource:
         self.n, self.optimum = num_allocations, optimum
 
     def get_allocations(self):
-        # a 2 x 8 rectangle cut into n - 1 buffers of time (1, 2) and height 1 over [0, 1), and one over [1, 2)
+        # a 2 x 8 rectangle: n - 1 buffers over [0, 1) of 8 // (n - 1) bytes each (n = 5: 2 each), one of 8
+        # bytes over [1, 2); n = 1 fails (a division by zero), as a source that cannot generate would
         return tuple([_A(0, 1, 8 // (self.n - 1))] * (self.n - 1) + [_A(1, 2, 8)])
 
     def get_known_optimum(self):

@@ -112,12 +112,14 @@ class _Period:
         # bytes several times over: 100 MB each at 10,000 rows)
         deg = np.zeros(m, np.int64)
         cols = []
+        pairs = 0
         for a in range(0, m, OVERLAP_BLOCK):
             b = min(m, a + OVERLAP_BLOCK)
             ov = (st[a:b, None] < en[None, :]) & (st[None, :] < en[a:b, None])
             ov[np.arange(b - a), np.arange(a, b)] = False
             deg[a:b] = ov.sum(axis=1)
-            if int(deg[:b].sum()) > MAX_DEGREE_SUM:
+            pairs += int(deg[a:b].sum())
+            if pairs > MAX_DEGREE_SUM:
                 self.searchable = False
                 return
             cols.append(np.nonzero(ov)[1])
