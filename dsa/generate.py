@@ -22,7 +22,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["random_trace", "KINDS", "rectangle_cut", "guillotine_separable", "LIFETIMES"]
+__all__ = ["random_trace", "KINDS", "rectangle_cut", "guillotine_separable", "LIFETIMES", "DRAWS"]
 
 KINDS = ("dnn", "uniform")
 
@@ -171,6 +171,46 @@ def random_trace(n, *, seed=None, kind: str = "dnn", alignment=1):
 # rectangle_cut: probability of a split along the time axis (a guillotine split), by lifetime mix
 LIFETIMES = ("mixed", "short", "long", "balanced")
 _P_TIME_SPLIT = {"mixed": 0.5, "short": 0.75, "long": 0.25}
+# rectangle_cut: how the next piece to split is drawn
+DRAWS = ("largest", "area")
+
+
+def _area_draw(pieces, n, rng):
+    """``push(i)``, ``pick()`` for :func:`rectangle_cut` with ``draw="area"``: ``pick`` draws a piece
+    of area >= 2 with probability proportional to its area, from a Fenwick tree over the piece indices
+    (``n`` at most) holding each piece's area as ``push`` last saw it (0 when it cannot be split).
+    Exact integer weights; O(log n) each."""
+    tree = [0] * (n + 1)
+    weight = [0] * n
+    top = 1 << (n.bit_length() - 1)
+
+    def push(i):
+        x0, x1, y0, y1 = pieces[i]
+        area = (x1 - x0) * (y1 - y0)
+        delta = (area if area >= 2 else 0) - weight[i]
+        weight[i] += delta
+        k = i + 1
+        while k <= n:
+            tree[k] += delta
+            k += k & -k
+
+    def pick():
+        total = 0
+        k = n
+        while k > 0:
+            total += tree[k]
+            k -= k & -k
+        r = int(rng.integers(total))  # the piece whose prefix of weights first exceeds r
+        pos = 0
+        step = top
+        while step:
+            if pos + step <= n and tree[pos + step] <= r:
+                pos += step
+                r -= tree[pos]
+            step >>= 1
+        return pos
+
+    return push, pick
 
 
 def _check_int(name, value, minimum):
@@ -189,7 +229,8 @@ def _check_real(name, value, lo, hi, lo_open=False):
 
 
 def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifetimes: str = "mixed",
-                  cells_per_buffer=16, return_plan: bool = False, return_blocks: bool = False):
+                  cells_per_buffer=16, draw: str = "largest", return_plan: bool = False,
+                  return_blocks: bool = False):
     """Draw a problem with ``n`` buffers whose optimal peak is known: it equals LOAD.
 
     A rectangle of ``T`` time steps by ``H`` bytes is cut into ``n`` pieces; each piece
@@ -197,8 +238,8 @@ def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifet
     itself is a valid plan (offset ``y0``) of peak ``H``, and at every time step the pieces alive
     cover the whole height, so LOAD is ``H`` too: the plan is optimal and the optimum is ``H``.
 
-    The pieces come from repeated splits of a piece drawn at random, larger pieces more often: a
-    guillotine split (one straight cut along the time or the address axis) or, with probability
+    The pieces come from repeated splits of a piece drawn at random, larger pieces more often (see
+    ``draw``): a guillotine split (one straight cut along the time or the address axis) or, with probability
     ``pinwheel``, a "pinwheel" block: four rectangles wound around a centre one, so that no straight
     cut separates any of them (see :func:`guillotine_separable`). Pinwheels make the instances hard
     for searches that build plans by stacking buffers in order.
@@ -228,6 +269,12 @@ def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifet
         buffer. Few cells give coarse pieces of few distinct shapes, many of which are alike; many
         cells give pieces of nearly unique sizes and lifetimes over many time steps (4,096: a nearly
         continuous cut).
+    draw : {"largest", "area"}, default "largest"
+        Which piece is split next: ``"largest"`` one of the largest (the piece of largest area times a
+        random weight in ``[0.25, 1.25)``), so pieces end up of similar area; ``"area"`` any piece, with
+        probability proportional to its area (as omnimalloc's ``TilingSource`` draws them), so small
+        pieces are split too and areas spread over orders of magnitude: a few large buffers among
+        many small ones.
     return_plan : bool, default False
         Also return the known optimal plan.
     return_blocks : bool, default False
@@ -246,11 +293,12 @@ def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifet
     ValueError
         Naming the parameter: ``n`` not an integer >= 1, ``aspect`` outside ``[0.01, 100]``,
         ``pinwheel`` outside ``[0, 1]``, ``alignment`` or ``cells_per_buffer`` not an integer >= 1, an
-        unknown ``lifetimes`` (the message lists the valid ones).
+        unknown ``lifetimes`` or ``draw`` (the message lists the valid ones).
 
     Notes
     -----
-    O(n log n) (a heap of pieces); about half a second for ``n = 100_000``. The rectangle has about
+    O(n log n) (a heap of pieces, or for ``draw="area"`` a Fenwick tree of their areas); about half a
+    second for ``n = 100_000``. The rectangle has about
     ``cells_per_buffer * n`` cells (time step x quantum), at least ``n``, so pieces can always be
     split.
 
@@ -273,6 +321,8 @@ def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifet
     cells_per_buffer = _check_int("cells_per_buffer", cells_per_buffer, 1)
     if not isinstance(lifetimes, str) or lifetimes not in LIFETIMES:
         raise ValueError(f"unknown lifetimes {lifetimes!r}; valid: {', '.join(LIFETIMES)}")
+    if not isinstance(draw, str) or draw not in DRAWS:
+        raise ValueError(f"unknown draw {draw!r}; valid: {', '.join(DRAWS)}")
     from dsa.problem import Problem
 
     rng = np.random.default_rng(seed)
@@ -281,23 +331,30 @@ def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifet
     height = max(1, -(-cells // width))                          # H / alignment, quanta
     p_time = _P_TIME_SPLIT.get(lifetimes)
 
-    # pieces as (x0, x1, y0, y1); the heap holds the splittable ones keyed by -(area x random weight)
+    # pieces as (x0, x1, y0, y1); push(i) offers piece i (again) for splitting, pick() takes the next
     pieces = [(0, width, 0, height)]
-    heap = []
     blocks = []
-    counter = 0
+    if draw == "largest":
+        # a heap of the splittable pieces keyed by -(area x random weight)
+        heap = []
+        counter = 0
 
-    def push(i):
-        nonlocal counter
-        x0, x1, y0, y1 = pieces[i]
-        area = (x1 - x0) * (y1 - y0)
-        if area >= 2:
-            heapq.heappush(heap, (-area * (0.25 + rng.random()), counter, i))
-            counter += 1
+        def push(i):
+            nonlocal counter
+            x0, x1, y0, y1 = pieces[i]
+            area = (x1 - x0) * (y1 - y0)
+            if area >= 2:
+                heapq.heappush(heap, (-area * (0.25 + rng.random()), counter, i))
+                counter += 1
+
+        def pick():
+            return heapq.heappop(heap)[2]
+    else:
+        push, pick = _area_draw(pieces, n, rng)
 
     push(0)
     while len(pieces) < n:
-        _, _, i = heapq.heappop(heap)
+        i = pick()
         x0, x1, y0, y1 = pieces[i]
         w, h = x1 - x0, y1 - y0
         if n - len(pieces) >= 4 and w >= 3 and h >= 3 and rng.random() < pinwheel:

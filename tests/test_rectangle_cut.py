@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dsa
-from dsa.generate import LIFETIMES, guillotine_separable, rectangle_cut
+from dsa.generate import DRAWS, LIFETIMES, guillotine_separable, rectangle_cut
 
 
 def _live_bytes(p):
@@ -20,10 +20,11 @@ def _live_bytes(p):
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(1, 3000), seed=st.integers(0, 2**32 - 1), aspect=st.floats(0.05, 20),
        pinwheel=st.floats(0, 1), alignment=st.sampled_from([1, 8, 64, 256]),
-       lifetimes=st.sampled_from(LIFETIMES), cells=st.sampled_from([1, 2, 16, 1024]))
-def test_known_plan_is_valid_and_optimal(n, seed, aspect, pinwheel, alignment, lifetimes, cells):
+       lifetimes=st.sampled_from(LIFETIMES), cells=st.sampled_from([1, 2, 16, 1024]),
+       draw=st.sampled_from(DRAWS))
+def test_known_plan_is_valid_and_optimal(n, seed, aspect, pinwheel, alignment, lifetimes, cells, draw):
     p, offsets = rectangle_cut(n, seed=seed, aspect=aspect, pinwheel=pinwheel, alignment=alignment,
-                               lifetimes=lifetimes, cells_per_buffer=cells, return_plan=True)
+                               lifetimes=lifetimes, cells_per_buffer=cells, draw=draw, return_plan=True)
     assert isinstance(p, dsa.Problem) and len(p) == n
     assert list(p.ids) == list(range(n)) and p.capacity is None
     assert np.all(p.ends > p.starts) and np.all(p.sizes > 0)
@@ -96,6 +97,38 @@ def test_cells_per_buffer_sets_the_granularity():
     assert len(np.unique(fine.sizes)) > 5 * len(np.unique(coarse.sizes))
 
 
+def test_drawing_pieces_by_area_spreads_their_areas():
+    # "largest" splits one of the largest pieces each time, so areas stay within a narrow range; "area"
+    # splits any piece with probability proportional to its area, small ones too
+    def spread(draw):
+        p = rectangle_cut(2000, seed=1, pinwheel=0, cells_per_buffer=4096, draw=draw)
+        area = (p.ends - p.starts) * p.sizes
+        return area.max() / area.min(), np.percentile(area, 99) / np.percentile(area, 1)
+    (by_largest, p_largest), (by_area, p_area) = spread("largest"), spread("area")
+    assert by_area > 5 * by_largest and p_area > 1.5 * p_largest
+    # the default is "largest", and the same seed gives the same problem
+    assert rectangle_cut(500, seed=4) == rectangle_cut(500, seed=4, draw="largest")
+    assert rectangle_cut(500, seed=4, draw="area") == rectangle_cut(500, seed=4, draw="area")
+    assert rectangle_cut(500, seed=4, draw="area") != rectangle_cut(500, seed=4)
+
+
+def test_drawing_by_area_picks_pieces_in_proportion_to_area():
+    # the Fenwick-tree draw against the frequencies it should give: pieces of areas 1 (not splittable),
+    # 2, 6 and 12, drawn 20,000 times
+    from dsa.generate import _area_draw
+    pieces = [(0, 1, 0, 1), (0, 2, 0, 1), (0, 2, 0, 3), (0, 3, 0, 4)]
+    push, pick = _area_draw(pieces, 4, np.random.default_rng(0))
+    for i in range(4):
+        push(i)
+    counts = np.bincount([pick() for _ in range(20_000)], minlength=4)
+    assert counts[0] == 0
+    assert np.allclose(counts[1:] / 20_000, [2 / 20, 6 / 20, 12 / 20], atol=0.015)
+    # a piece pushed again with its new area is drawn by that area
+    pieces[3] = (0, 1, 0, 1)
+    push(3)
+    assert 3 not in {pick() for _ in range(2_000)}
+
+
 def test_aspect_shapes_the_rectangle():
     wide = rectangle_cut(2000, seed=1, aspect=20)
     tall = rectangle_cut(2000, seed=1, aspect=0.05)
@@ -107,7 +140,7 @@ def test_aspect_shapes_the_rectangle():
     ({"aspect": 0}, "aspect"), ({"aspect": float("nan")}, "aspect"), ({"aspect": 1000}, "aspect"),
     ({"pinwheel": -0.1}, "pinwheel"), ({"pinwheel": 1.5}, "pinwheel"),
     ({"alignment": 0}, "alignment"), ({"alignment": 1.5}, "alignment"),
-    ({"lifetimes": "forever"}, "lifetimes"),
+    ({"lifetimes": "forever"}, "lifetimes"), ({"draw": "smallest"}, "draw"), ({"draw": None}, "draw"),
     ({"cells_per_buffer": 0}, "cells_per_buffer"), ({"cells_per_buffer": 2.0}, "cells_per_buffer"),
 ])
 def test_bad_arguments_name_the_parameter(kw, name):

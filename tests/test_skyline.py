@@ -625,34 +625,16 @@ def test_best_and_exact_plan_a_perfect_tiling_by_their_look_at_the_bound(strateg
     assert sol.stats["bound_look"] is True
 
 
-
-def _edge_to_edge(n, seed, width=1 << 20, height=1 << 20, min_size=1024):
-    """A ``width`` (time) x ``height`` (bytes) rectangle cut into ``n`` buffers by straight cuts from
-    edge to edge, each cutting a piece drawn with probability proportional to its area, across time
-    or across memory at random (as omnimalloc's TilingSource draws them): its optimum is LOAD."""
-    rng = np.random.default_rng(seed)
-    tiles = [(0, width, 0, height)]  # start, end, offset, size
-    while len(tiles) < n:
-        area = np.array([(e - s) * h for s, e, _, h in tiles], dtype=float)
-        k = int(rng.choice(len(tiles), p=area / area.sum()))
-        s, e, o, h = tiles[k]
-        if rng.random() < 0.5 and h >= 2 * min_size:
-            c = int(rng.integers(min_size, h - min_size + 1))
-            tiles[k:k + 1] = [(s, e, o, c), (s, e, o + c, h - c)]
-        elif e - s >= 2:
-            c = int(rng.integers(s + 1, e))
-            tiles[k:k + 1] = [(s, c, o, h), (c, e, o, h)]
-    starts, ends, _, sizes = map(np.array, zip(*tiles))
-    return dsa.Problem(starts, ends, sizes)
-
-
 @pytest.mark.parametrize("strategy", ["best", "exact"])
 def test_a_large_edge_to_edge_tiling_is_planned_at_the_bound_by_a_short_look(strategy):
     # 1,100 buffers, one busy period: more rows than BOUND_LOOK_MAX_ROWS, so the look at the bound
     # gets BOUND_LOOK_LARGE_SHARE of the time; its first dives plan such tilings there
+    # a guillotine cut on a fine grid (104,881 time steps by 1,049 quanta), pieces drawn by area, as
+    # omnimalloc's TilingSource cuts them: with boundaries this fine the dives plan it at once (on a coarse
+    # grid, 4,096 cells per buffer of a square, they do not: such cuts stay hard)
     sky.warm()
-    p = _edge_to_edge(1100, seed=0)
-    assert len(p) == 1100 and dsa.load(p) == 1 << 20
+    p = rectangle_cut(1100, seed=0, pinwheel=0, draw="area", aspect=100, cells_per_buffer=100_000)
+    assert len(p) == 1100 and int(p.ends.max()) > 100_000
     sol = dsa.solve(p, strategy, time_limit=20.0)
     dsa.validate(p, sol)
     assert sol.status is dsa.Status.OPTIMAL and sol.peak == dsa.load(p)
