@@ -85,7 +85,7 @@ bench-peers: $(PY)
 	$(PY) benchmarks/peers_generated.py --peer-python $(PEERS_VENV)/bin/python --time-limit 20 --threads 2 \
 		--out docs/results/peers_generated --summary out/peers_generated.json
 
-# opt-in: the same on 12 instances of eleven other generator settings (benchmarks/peers_generated.py
+# opt-in: the same on 14 instances of thirteen other generator settings (benchmarks/peers_generated.py
 # --set other), against supermalloc and tabu search only, 20 s each (about 15 minutes); writes
 # docs/results/peers_other.{json,md,png} and out/peers_other.json.
 bench-peers-other: $(PY)

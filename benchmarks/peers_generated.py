@@ -65,7 +65,7 @@ INSTANCES = [
 ]
 # a second set (``--set other``), a check of generality: other generator settings, none used in tuning
 # dsa (extremes of aspect, lifetimes, alignment and granularity, and pinwheel-heavy cuts of 32-256
-# cells per buffer, where dsa was found nearest to supermalloc)
+# cells per buffer, where dsa was found nearest to supermalloc, and pieces drawn by area)
 OTHER_FAMILIES = {name: {**_DEFAULTS, **params} for name, params in {
     "balanced-tall": {"lifetimes": "balanced", "aspect": 0.1},
     "long-flat": {"aspect": 10.0, "lifetimes": "long"},
@@ -78,12 +78,15 @@ OTHER_FAMILIES = {name: {**_DEFAULTS, **params} for name, params in {
     "pinwheel-256": {"pinwheel": 0.6, "cells_per_buffer": 256},
     "pinwheel-32-a1": {"pinwheel": 0.8, "cells_per_buffer": 32, "alignment": 1},
     "pinwheel-long": {"pinwheel": 0.9, "cells_per_buffer": 64, "lifetimes": "long"},
+    # pieces to split drawn by area (omnimalloc's rule): a few large buffers among many small ones
+    "by-area": {"pinwheel": 0.2, "draw": "area"},
+    "by-area-pinwheel-256": {"pinwheel": 0.6, "cells_per_buffer": 256, "draw": "area"},
 }.items()}
 OTHER_INSTANCES = [
     ("balanced-tall", 1000, 11), ("long-flat", 2000, 12), ("short-tall", 3000, 15), ("continuous", 1500, 14),
     ("coarse", 400, 16), ("all-pinwheel", 1000, 21), ("pinwheel-64", 700, 13), ("pinwheel-64", 700, 24),
     ("pinwheel-128", 2000, 22), ("pinwheel-256", 500, 23), ("pinwheel-32-a1", 3000, 25),
-    ("pinwheel-long", 1500, 26),
+    ("pinwheel-long", 1500, 26), ("by-area", 1500, 27), ("by-area-pinwheel-256", 4000, 28),
 ]
 # a third set (``--set omnimalloc``): instances drawn by omnimalloc's own generators of known optimum
 # (``omnimalloc.benchmark.sources``; TilingSource: guillotine cuts, PinwheelSource: every block a

@@ -239,10 +239,12 @@ def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifet
     cover the whole height, so LOAD is ``H`` too: the plan is optimal and the optimum is ``H``.
 
     The pieces come from repeated splits of a piece drawn at random, larger pieces more often (see
-    ``draw``): a guillotine split (one straight cut along the time or the address axis) or, with probability
-    ``pinwheel``, a "pinwheel" block: four rectangles wound around a centre one, so that no straight
-    cut separates any of them (see :func:`guillotine_separable`). Pinwheels make the instances hard
-    for searches that build plans by stacking buffers in order.
+    ``draw``): a guillotine split (one straight cut along the time or the address axis) or, with
+    probability ``pinwheel``, a "pinwheel" block: four rectangles wound around a centre one, so that
+    no straight cut separates any of them (see :func:`guillotine_separable`). Pinwheels make the
+    instances hard for searches that build plans by stacking buffers in order. So do coarse grids
+    (few ``cells_per_buffer``, where many pieces share their boundaries); on fine grids (thousands of
+    cells per buffer, above all on a long rectangle) guillotine cuts are far easier.
 
     Parameters
     ----------
@@ -297,10 +299,9 @@ def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifet
 
     Notes
     -----
-    O(n log n) (a heap of pieces, or for ``draw="area"`` a Fenwick tree of their areas); about half a
-    second for ``n = 100_000``. The rectangle has about
-    ``cells_per_buffer * n`` cells (time step x quantum), at least ``n``, so pieces can always be
-    split.
+    O(n log n) (a heap of pieces, or for ``draw="area"`` a Fenwick tree of their areas); about a
+    second for ``n = 100_000``. The rectangle has about ``cells_per_buffer * n`` cells (time step x
+    quantum), at least ``n``, so pieces can always be split.
 
     Examples
     --------
