@@ -99,7 +99,7 @@ bench-peers-other: $(PY)
 # opt-in: the same on 12 instances drawn by omnimalloc's own generators of known optimum (guillotine
 # tilings and pinwheel tilings of 300-5,000 buffers, drawn in the peers' environment;
 # benchmarks/peers_generated.py --set omnimalloc), against supermalloc and tabu search only, 20 s each
-# (about 20 minutes); writes docs/results/peers_omnimalloc.{json,md,png} and out/peers_omnimalloc.json.
+# (about 12 minutes); writes docs/results/peers_omnimalloc.{json,md,png} and out/peers_omnimalloc.json.
 bench-peers-omnimalloc: $(PY)
 	$(PIP) -e ".[plot]"
 	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
