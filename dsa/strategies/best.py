@@ -272,9 +272,10 @@ BOUND_LOOK_MIN_S = 2.0
 # 3,000-5,000 buffers best at 20 s lost 0.6-1.6 % to the time it took (the improvement phase's large
 # problems start at 1,000 movable rows too)
 BOUND_LOOK_MAX_ROWS = 1000
-# ... beyond which the look gets this share of the time left instead: tilings by guillotine cuts that
-# run edge to edge (omnimalloc's TilingSource, 2,000 and 5,000 buffers) are planned at the bound by
-# the first dives, in 0.03-0.11 s, where the improvement phase took 5 s
+# ... beyond which the look gets this share of the time left instead: guillotine cuts on a fine grid
+# (omnimalloc's TilingSource, 2,000 and 5,000 buffers; rectangle_cut at aspect 100 and thousands of
+# cells per buffer) are planned at the bound by the first dives, in 0.03-0.4 s, where the improvement
+# phase took 5 s (on coarse grids they are not)
 BOUND_LOOK_LARGE_SHARE = 0.02
 # ... on problems of at most this many movable rows (beyond it, none): on larger ones a single dive
 # outlasts such a share many times (rectangle cuts at 18 s: 0.36-0.65 s up to 20,000 buffers, 3 s at
@@ -335,7 +336,7 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
     ``BOUND_LOOK_MAX_ROWS`` rows, the look gets ``BOUND_LOOK_LARGE_SHARE`` of the time left instead,
     and none on problems of more than ``BOUND_LOOK_LARGE_MAX_ROWS`` movable rows (the chance that
     such dives complete a plan at the bound falls steeply with the rows on most problems, so the time
-    goes to the improvement phase; on tilings by edge-to-edge cuts the first dives plan there at
+    goes to the improvement phase; on guillotine cuts on a fine grid the first dives plan there at
     once, at any size). Past the time
     and the skyline's conditions, ``stats`` (a dict) gets ``bound_look`` (whether a plan at ``target``
     was found) and ``bound_look_s`` (seconds spent)."""
