@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 import dsa
-from dsa.budget import Budget
+from dsa.budget import Budget, thread_limit
 from dsa.generate import rectangle_cut
 from dsa.solution import plan_peak
+from dsa.strategies import _canonical_search as canonical_search
 from dsa.strategies import _skyline as sky
 from dsa.strategies import best as best_module
 
@@ -126,6 +127,7 @@ def test_improve_plan_runs_the_skyline_search_again_once_it_stalls(n, monkeypatc
     monkeypatch.setattr(sky, "STALL_SHARE", 0.0)
     monkeypatch.setattr(best_module, "SKYLINE_SHARE", 0.3)
     monkeypatch.setattr(best_module, "SKYLINE_AGAIN_MIN_S", 0.1)
+    monkeypatch.setattr(best_module, "SKYLINE_THREADS", 1)  # (one search per turn: see the next test)
     reverses = []
     search = sky.skyline_search
 
@@ -146,6 +148,45 @@ def test_improve_plan_runs_the_skyline_search_again_once_it_stalls(n, monkeypatc
     assert reverses[:3] == [False, True, False][:len(reverses)] and len(reverses) >= 2
     imp = stats["improvements"]
     assert all(b[1] < a[1] for a, b in zip(imp, imp[1:]))
+
+
+def test_improve_plan_runs_skyline_searches_side_by_side(monkeypatch):
+    # two threads: each turn of the skyline search runs two searches at once, one in each direction of
+    # time, with seeds of their own; the lower plan is kept and the log still only falls
+    sky.warm()
+    monkeypatch.setattr(canonical_search, "THREADS", 2)
+    monkeypatch.setattr(best_module, "SKYLINE_THREADS", None)
+    assert best_module.skyline_width() == 2
+    monkeypatch.setattr(best_module, "SKYLINE_THREADS", 2)
+    assert best_module.skyline_width() == 2
+    with thread_limit(1):
+        assert best_module.skyline_width() == 1  # (a parallel batch's workers run one thread each)
+    monkeypatch.setattr(sky, "STALL_MIN_S", 0.05)
+    monkeypatch.setattr(sky, "STALL_SHARE", 0.0)
+    monkeypatch.setattr(best_module, "SKYLINE_SHARE", 0.3)
+    calls = []
+    search = sky.skyline_search
+
+    def spy(*args, reverse=False, seed=None, **kwargs):
+        began = time.perf_counter()
+        out, info = search(*args, reverse=reverse, seed=seed, **kwargs)
+        calls.append((reverse, seed, (began, time.perf_counter()), plan_peak(args[0], out)))
+        return out, info
+
+    monkeypatch.setattr(sky, "skyline_search", spy)
+    p = rectangle_cut(300, seed=5, pinwheel=0.4)
+    bad = _stacked(p)
+    out, stats = best_module.improve_plan(p, bad, 0, Budget(1.5), 0)
+    dsa.validate(p, out)
+    first = calls[:2]
+    assert len(calls) >= 2 and sorted(c[0] for c in first) == [False, True]
+    assert first[0][1] != first[1][1]
+    (a0, a1), (b0, b1) = first[0][2], first[1][2]
+    assert a0 < b1 and b0 < a1  # (at the same time)
+    assert plan_peak(p, out) <= min(c[3] for c in first)
+    assert stats["skyline_probes"] >= 2
+    imp = stats["improvements"]
+    assert imp and all(b[1] < a[1] for a, b in zip(imp, imp[1:]))
 
 
 def test_exact_leaves_half_its_time_to_the_skyline_search_on_small_problems():

@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -301,6 +302,16 @@ SKYLINE_AGAIN_MIN_S = 0.5
 # 1.0959 -> 1.0927 x LOAD. (Rounds taking turns between both directions in the first search as well
 # were no better: 1.0688 -> 1.0689, 5 lower and 5 higher.)
 REVERSE_AGAIN = True
+# skyline searches run side by side in improve_plan, each on its own thread (the kernel releases the
+# GIL); None: as many as the canonical search would use (dsa.strategies._canonical_search.threads)
+SKYLINE_THREADS: int | None = None
+
+
+def skyline_width() -> int:
+    """How many skyline searches :func:`improve_plan` runs side by side (``SKYLINE_THREADS``)."""
+    from dsa.strategies._canonical_search import threads
+
+    return threads() if SKYLINE_THREADS is None else max(1, min(int(SKYLINE_THREADS), threads()))
 
 
 def _movable(problem) -> int:
@@ -406,6 +417,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
     from dsa.strategies._local_search import repair_windows, search_orders
     from dsa.strategies._skyline import skyline_search
     from dsa.strategies._skyline import supported as skyline_supported
+    from dsa.strategies._skyline import warm as skyline_warm
 
     start = time.perf_counter()
     t0 = start if t0 is None else t0
@@ -430,13 +442,35 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
     if budget.deadline is not None and peak > target and not skyline and skyline_supported(problem):
         stats["skyline"] = "skipped: its kernel is not compiled yet (run dsa warmup)"
 
+    lock = threading.Lock()
+
+    def shared(seconds, new_peak):
+        with lock:  # (searches on several threads report to one log)
+            progress(seconds, new_peak)
+
     def skyline_run(k, reverse=False):
-        # a skyline search from the incumbent, SKYLINE_SHARE of the time left, its k-th seed
-        new, info = skyline_search(problem, out, time_limit=budget.remaining() * SKYLINE_SHARE,
-                                   seed=_derived_seed(seed, 5000 + k), progress=progress, reverse=reverse)
-        stats["skyline_nodes"] += info["skyline_nodes"]
-        stats["skyline_probes"] += info["skyline_probes"]
-        return new
+        # skyline searches from the incumbent, SKYLINE_SHARE of the time left, side by side on
+        # skyline_width() threads: the first with its k-th seed in the direction asked, the others with
+        # seeds of their own, every other one with time the other way; the lowest plan is kept
+        limit = budget.remaining() * SKYLINE_SHARE
+        width = skyline_width()
+
+        def one(w):
+            return skyline_search(problem, out, time_limit=limit,
+                                  seed=_derived_seed(seed, 5000 + k + 100_000 * w),
+                                  progress=shared if width > 1 else progress,
+                                  reverse=reverse != (w % 2 == 1))
+
+        if width > 1:
+            skyline_warm()  # (once, before the threads: each would load the kernels otherwise)
+            with ThreadPoolExecutor(width) as pool:
+                runs = list(pool.map(one, range(width)))
+        else:
+            runs = [one(0)]
+        for _, info in runs:
+            stats["skyline_nodes"] += info["skyline_nodes"]
+            stats["skyline_probes"] += info["skyline_probes"]
+        return min((new for new, _ in runs), key=lambda new: plan_peak(problem, new))
 
     if skyline:
         # restarted skyline dives below the incumbent (dsa.strategies._skyline) come first
