@@ -371,6 +371,12 @@ class Problem:
         """Boolean mask of rows whose offset is pinned."""
         return self.fixed_offsets != FREE
 
+    @property
+    def is_movable(self) -> np.ndarray:
+        """Boolean mask of the rows a strategy places: not pinned, and of positive size (a row of size
+        0 takes no room, so any offset suits it)."""
+        return ~self.is_fixed & (self.sizes > 0)
+
     def replace(self, **changes) -> "Problem":
         """Return a copy with some fields changed (``capacity=``, ``alignments=``, ...), re-checked."""
         fields = {"starts": self.starts, "ends": self.ends, "sizes": self.sizes, "ids": self.ids,

@@ -204,6 +204,9 @@ def test_problem_basics():
     assert len(p) == p.n == 3
     assert p.durations.tolist() == [3, 4, 2]
     assert p.is_fixed.tolist() == [False, True, False]
+    assert p.is_movable.tolist() == [True, False, True]
+    assert dsa.Problem([0, 0, 1], [2, 2, 3], [0, 8, 8], fixed_offsets=[None, None, 0]).is_movable.tolist() \
+        == [False, True, False]  # (a row of size 0 is not placed either)
     assert all(getattr(p, f).dtype == np.int64 for f in ("starts", "ends", "sizes", "alignments", "fixed_offsets"))
     assert repr(p) == "Problem(n=3, capacity=20, fixed=1)"
     assert p == dsa.Problem.from_intervals(p.to_records(), capacity=20)

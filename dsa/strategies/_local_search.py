@@ -419,7 +419,7 @@ def repair_windows(problem, offsets, *, time_limit: float, seed=None, progress=N
     stats = {"windows": 0, "repaired": 0, "improvements": _Improvements([(0.0, peak)], progress)}
     bound = lower_bound(problem)
     rng = np.random.default_rng(check_seed(seed))
-    movable = ~problem.is_fixed & (problem.sizes > 0)
+    movable = problem.is_movable
     sized = problem.sizes > 0
     while peak > bound and time.perf_counter() < deadline:
         cand = np.flatnonzero((plan + problem.sizes == peak) & movable)

@@ -44,7 +44,8 @@ from dsa.strategies._call import call
 from dsa.strategies._orders import ORDERINGS, order_rows
 from dsa.strategies.greedy import FITS, greedy_offsets
 
-__all__ = ["solve", "portfolio_head", "improve_plan", "skyline_runs", "MEMBERS", "STRATEGY_MEMBERS"]
+__all__ = ["solve", "portfolio_head", "improve_plan", "skyline_runs", "skyline_width", "MEMBERS",
+           "STRATEGY_MEMBERS"]
 
 # greedy_by_size (lowest fit) first: on ties the portfolio returns the classic plan
 MEMBERS = tuple((order, fit) for order in ("size", *sorted(set(ORDERINGS) - {"size"}))
@@ -303,12 +304,23 @@ SKYLINE_AGAIN_MIN_S = 0.5
 # were no better: 1.0688 -> 1.0689, 5 lower and 5 higher.)
 REVERSE_AGAIN = True
 # skyline searches run side by side in improve_plan, each on its own thread (the kernel releases the
-# GIL); None: as many as the canonical search would use (dsa.strategies._canonical_search.threads)
+# GIL); None: as many as the canonical search would use (dsa.strategies._canonical_search.threads).
+# Before, one ran and the second of two cores idled through most of a call. best at 20 s, 10 rectangle
+# cuts of 550-5,001 buffers (omnimalloc's pinwheel tilings among them), 2 against 1: lower on 5 (by
+# 0.1-2.1 % of LOAD), higher on 1 (0.8 %), level on 4; mean 1.1247 -> 1.1198 x LOAD
 SKYLINE_THREADS: int | None = None
 
 
 def skyline_width() -> int:
-    """How many skyline searches :func:`improve_plan` runs side by side (``SKYLINE_THREADS``)."""
+    """How many skyline searches :func:`improve_plan` runs side by side.
+
+    Returns
+    -------
+    int
+        ``SKYLINE_THREADS``, or when it is None the threads the canonical search would use
+        (:func:`dsa.strategies._canonical_search.threads`: the cores this process may use, at most 4,
+        capped by :func:`dsa.budget.thread_limit`); never more than those, at least 1.
+    """
     from dsa.strategies._canonical_search import threads
 
     return threads() if SKYLINE_THREADS is None else max(1, min(int(SKYLINE_THREADS), threads()))
@@ -316,7 +328,7 @@ def skyline_width() -> int:
 
 def _movable(problem) -> int:
     """The rows a search places: neither fixed nor of size 0."""
-    return int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
+    return int(np.count_nonzero(problem.is_movable))
 
 
 def skyline_runs(problem, seconds: float) -> bool:
@@ -374,7 +386,9 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
     Under a deadline, on problems without fixed offsets, the skyline search of
     :mod:`dsa.strategies._skyline` runs first, for ``SKYLINE_SHARE`` of the time left (with an empty
     numba cache, only when at least ``SKYLINE_COLD_MIN_S`` seconds are left: its kernel takes about
-    3 s to compile; ``dsa warmup`` compiles it). Then turns alternate until the deadline:
+    3 s to compile; ``dsa warmup`` compiles it). Each of its turns runs :func:`skyline_width`
+    searches side by side on threads (the kernel releases the GIL), from the same incumbent, each
+    with a seed of its own, every other one with time reversed; the lowest plan is kept. Then turns alternate until the deadline:
 
     - even turns: the local search over greedy orders
       (:func:`dsa.strategies._local_search.search_orders`; its first run with ``seed``, restarts from

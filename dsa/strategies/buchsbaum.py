@@ -219,7 +219,7 @@ def _pack_top(bx: _Boxing) -> np.ndarray:
 
 def _free_rows(problem) -> np.ndarray:
     """Rows that the boxing places: not fixed, size > 0."""
-    return np.flatnonzero(~problem.is_fixed & (problem.sizes > 0))
+    return np.flatnonzero(problem.is_movable)
 
 
 def _one_start(problem, rows, rs, re, rng, epsilon, sweep):

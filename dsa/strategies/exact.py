@@ -315,7 +315,7 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
                 log.line(stats["nodes"], state["peak"], state["lo"], "plan found at the bound", force=True)
         if max(lo, stuck) < state["peak"]:  # (unless the look planned at the bound)
             left = budget.remaining()
-            movable = int(np.count_nonzero(~problem.is_fixed & (problem.sizes > 0)))
+            movable = int(np.count_nonzero(problem.is_movable))
             if (node_limit is None and budget.deadline is not None
                     and (movable > SHARE_MIN_ROWS
                          or best.skyline_runs(problem, left * (1 - CANONICAL_SHARE)))):

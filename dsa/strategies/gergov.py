@@ -63,7 +63,7 @@ _MAX_VALUE = 2**62
 
 def _jobs(problem) -> np.ndarray:
     """Rows that take part in both phases: free and of positive size."""
-    return np.flatnonzero(~problem.is_fixed & (problem.sizes > 0))
+    return np.flatnonzero(problem.is_movable)
 
 
 def skyline_placement(problem, rows=None, *, order: str = "size"):

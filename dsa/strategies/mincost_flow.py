@@ -75,7 +75,7 @@ AUTO_WINDOW = 1             # ... the best of the last AUTO_WINDOW * K to end (1
 
 def _flow_rows(problem) -> np.ndarray:
     """Rows that take part in the flow (free, size > 0), in start order (ties: end, then row)."""
-    rows = np.flatnonzero(~problem.is_fixed & (problem.sizes > 0))
+    rows = np.flatnonzero(problem.is_movable)
     key = np.lexsort((rows, problem.ends[rows], problem.starts[rows]))
     return rows[key]
 
