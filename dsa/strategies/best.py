@@ -388,7 +388,8 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
     numba cache, only when at least ``SKYLINE_COLD_MIN_S`` seconds are left: its kernel takes about
     3 s to compile; ``dsa warmup`` compiles it). Each of its turns runs :func:`skyline_width`
     searches side by side on threads (the kernel releases the GIL), from the same incumbent, each
-    with a seed of its own, every other one with time reversed; the lowest plan is kept. Then turns alternate until the deadline:
+    with a seed of its own, every other one with time reversed; the lowest plan is kept. Then turns
+    alternate until the deadline:
 
     - even turns: the local search over greedy orders
       (:func:`dsa.strategies._local_search.search_orders`; its first run with ``seed``, restarts from
