@@ -200,6 +200,36 @@ def test_exact_leaves_half_its_time_to_the_skyline_search_on_small_problems():
     assert sol.stats["skyline_probes"] > 0
 
 
+@pytest.mark.parametrize("n, share", [(400, "CANONICAL_SHARE"), (1100, "CANONICAL_SHARE_LARGE")])
+def test_exact_gives_the_canonical_search_its_share_by_size(n, share, monkeypatch):
+    # the rounds of the canonical search get half of the time left on a small problem where the
+    # skyline search runs, a smaller share on one of more than SHARE_MIN_ROWS rows; the improvement
+    # phase gets the rest
+    from dsa.strategies import exact as exact_module
+
+    sky.warm()
+    assert exact_module.CANONICAL_SHARE_LARGE < exact_module.CANONICAL_SHARE
+    limits = []
+    lower = canonical_search.CanonicalSearch.lower_peak
+
+    def spy(self, offsets, *, time_limit, **kwargs):
+        limits.append(time_limit)
+        return lower(self, offsets, time_limit=time_limit, **kwargs)
+
+    monkeypatch.setattr(canonical_search.CanonicalSearch, "lower_peak", spy)
+    p = rectangle_cut(n, seed=22, pinwheel=0.2)
+    assert (n > exact_module.SHARE_MIN_ROWS) == (share == "CANONICAL_SHARE_LARGE")
+    limit = 4.0
+    sol = dsa.solve(p, "exact", time_limit=limit)
+    dsa.validate(p, sol)
+    assert sol.status is dsa.Status.LIMIT_REACHED and limits
+    # (the first call is exact's rounds, later ones window repairs on the large problem; what is left
+    # when the rounds start is less than the limit: the portfolio, the first look and the look at the
+    # bound came first, and took at most about a third of it)
+    assert 0.5 * getattr(exact_module, share) * limit < limits[0] <= getattr(exact_module, share) * limit
+    assert sol.stats["skyline_probes"] > 0
+
+
 def test_best_reports_the_skyline_search_and_stays_valid():
     # (the canonical search gets its first CANONICAL_MIN_S seconds, the skyline search comes after)
     p = rectangle_cut(400, seed=11, pinwheel=0.4, aspect=3.0, lifetimes="short")
