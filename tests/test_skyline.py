@@ -200,15 +200,16 @@ def test_exact_leaves_half_its_time_to_the_skyline_search_on_small_problems():
     assert sol.stats["skyline_probes"] > 0
 
 
-@pytest.mark.parametrize("n, share", [(400, "CANONICAL_SHARE"), (1100, "CANONICAL_SHARE_LARGE")])
-def test_exact_gives_the_canonical_search_its_share_by_size(n, share, monkeypatch):
+@pytest.mark.parametrize("n, large", [(400, False), (1100, True)])
+def test_exact_gives_the_canonical_search_its_share_by_size(n, large, monkeypatch):
     # the rounds of the canonical search get half of the time left on a small problem where the
-    # skyline search runs, a smaller share on one of more than SHARE_MIN_ROWS rows; the improvement
-    # phase gets the rest
+    # skyline search runs, best's smaller share on one of more than SHARE_MIN_ROWS rows; the
+    # improvement phase gets the rest
     from dsa.strategies import exact as exact_module
 
     sky.warm()
-    assert exact_module.CANONICAL_SHARE_LARGE < exact_module.CANONICAL_SHARE
+    share = best_module.CANONICAL_SHARE if large else exact_module.CANONICAL_SHARE
+    assert best_module.CANONICAL_SHARE < exact_module.CANONICAL_SHARE
     limits = []
     lower = canonical_search.CanonicalSearch.lower_peak
 
@@ -218,7 +219,7 @@ def test_exact_gives_the_canonical_search_its_share_by_size(n, share, monkeypatc
 
     monkeypatch.setattr(canonical_search.CanonicalSearch, "lower_peak", spy)
     p = rectangle_cut(n, seed=22, pinwheel=0.2)
-    assert (n > exact_module.SHARE_MIN_ROWS) == (share == "CANONICAL_SHARE_LARGE")
+    assert (n > exact_module.SHARE_MIN_ROWS) == large
     limit = 4.0
     sol = dsa.solve(p, "exact", time_limit=limit)
     dsa.validate(p, sol)
@@ -226,7 +227,7 @@ def test_exact_gives_the_canonical_search_its_share_by_size(n, share, monkeypatc
     # (the first call is exact's rounds, later ones window repairs on the large problem; what is left
     # when the rounds start is less than the limit: the portfolio, the first look and the look at the
     # bound came first, and took at most about a third of it)
-    assert 0.5 * getattr(exact_module, share) * limit < limits[0] <= getattr(exact_module, share) * limit
+    assert 0.5 * share * limit < limits[0] <= share * limit
     assert sol.stats["skyline_probes"] > 0
 
 

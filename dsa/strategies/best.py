@@ -473,7 +473,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
         def one(w):
             return skyline_search(problem, out, time_limit=limit,
                                   seed=_derived_seed(seed, 5000 + k + 100_000 * w),
-                                  progress=shared if width > 1 else progress,
+                                  progress=shared,
                                   reverse=reverse != (w % 2 == 1))
 
         if width > 1:

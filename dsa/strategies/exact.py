@@ -60,7 +60,7 @@ exponential in the worst case (the problem is strongly NP-hard), so the search i
 ``dsa.strategies._canonical_search.MAX_BUFFERS`` buffers are not searched; nothing is proven about
 them. In minimisation under a time limit (and no node limit), time that the canonical search leaves
 (such a period sets the peak), and what is left after the canonical search had its share of it
-(``CANONICAL_SHARE_LARGE`` on problems of more than ``SHARE_MIN_ROWS`` rows, ``CANONICAL_SHARE`` on
+(``best.CANONICAL_SHARE`` on problems of more than ``SHARE_MIN_ROWS`` rows, ``CANONICAL_SHARE`` on
 smaller ones where the skyline search runs, see :func:`dsa.strategies.best.skyline_runs`), go to
 :func:`dsa.strategies.best.improve_plan` (the skyline search of :mod:`dsa.strategies._skyline`, time
 windows around the peak re-planned by the canonical search, and the local search over greedy orders)
@@ -96,11 +96,10 @@ CANONICAL_SHARE = 0.5
 # is to run in the time left to it (best.skyline_runs: no fixed offsets, its kernel compiled or time
 # to compile it); otherwise it keeps the whole time
 SHARE_MIN_ROWS = 1000
-# ... and on those of more than SHARE_MIN_ROWS movable rows, the share it gets (best's CANONICAL_SHARE:
-# no probe completes on busy periods of thousands of buffers within seconds, so no proof comes of the
-# time). At 20 s, 8 rectangle cuts of 1,500-5,000 buffers, 0.15 against 0.5: lower on 5 (by 0.3-1.4 %
-# of LOAD), level on 3; mean 1.1290 -> 1.1248 x LOAD
-CANONICAL_SHARE_LARGE = 0.15
+# ... and on those of more than SHARE_MIN_ROWS movable rows it gets best's share, best.CANONICAL_SHARE
+# (no probe completes on busy periods of thousands of buffers within seconds, so no proof comes of the
+# time). At 20 s, 8 rectangle cuts of 1,500-5,000 buffers, that share (0.15) against 0.5: lower on 5
+# (by 0.3-1.4 % of LOAD), level on 3; mean 1.1290 -> 1.1248 x LOAD
 # the time limit handed to the portfolio once the call's own budget is spent (best.solve needs a
 # positive one; it runs its first member whatever the limit, so that there is a plan)
 MIN_PORTFOLIO_S = 1e-6
@@ -325,7 +324,7 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
                     and (movable > SHARE_MIN_ROWS
                          or best.skyline_runs(problem, left * (1 - CANONICAL_SHARE)))):
                 # the rest goes to best.improve_plan (below) unless this proves the plan optimal
-                left *= CANONICAL_SHARE_LARGE if movable > SHARE_MIN_ROWS else CANONICAL_SHARE
+                left *= best.CANONICAL_SHARE if movable > SHARE_MIN_ROWS else CANONICAL_SHARE
             out, info = search.lower_peak(state["offsets"], time_limit=left,
                                           node_limit=None if node_limit is None else node_limit - used,
                                           progress=progress)
@@ -340,9 +339,9 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
                 limited = True
     if (cap is None and node_limit is None and budget.deadline is not None and not budget.exhausted
             and state["lo"] < state["peak"]):
-        # time left and no proof: the canonical search had its share (CANONICAL_SHARE...), or cannot lower
-        # the peak (a busy period too large to search sets it), so best's improvement phase (skyline
-        # search, window repairs, local search) spends the rest
+        # time left and no proof: the canonical search had its share (CANONICAL_SHARE, or best's on
+        # large problems), or cannot lower the peak (a busy period too large to search sets it), so
+        # best's improvement phase (skyline search, window repairs, local search) spends the rest
         def improved(seconds, new_peak):
             state["found_s"] = seconds
             log.line(stats["nodes"], new_peak, state["lo"], "plan found by the improvement phase",
