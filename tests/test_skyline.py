@@ -203,7 +203,7 @@ def test_exact_leaves_half_its_time_to_the_skyline_search_on_small_problems():
 @pytest.mark.parametrize("n, large", [(400, False), (1100, True)])
 def test_exact_gives_the_canonical_search_its_share_by_size(n, large, monkeypatch):
     # the rounds of the canonical search get half of the time left on a small problem where the
-    # skyline search runs, best's smaller share on one of more than SHARE_MIN_ROWS rows; the
+    # skyline search runs, best's smaller share on one of more than best.LARGE_ROWS rows; the
     # improvement phase gets the rest
     from dsa.strategies import exact as exact_module
 
@@ -219,7 +219,7 @@ def test_exact_gives_the_canonical_search_its_share_by_size(n, large, monkeypatc
 
     monkeypatch.setattr(canonical_search.CanonicalSearch, "lower_peak", spy)
     p = rectangle_cut(n, seed=22, pinwheel=0.2)
-    assert (n > exact_module.SHARE_MIN_ROWS) == large
+    assert (n > best_module.LARGE_ROWS) == large
     limit = 4.0
     sol = dsa.solve(p, "exact", time_limit=limit)
     dsa.validate(p, sol)

@@ -248,13 +248,16 @@ RESTART_WINDOWS = (1000, 600, 1500, 400, 2000)
 # share of the time left that a turn of window repairs gets on large problems (the local search gets
 # what it leaves; measured on rectangle cuts of 3,000-5,000 buffers at 5 s: 1.0 beat 0.5 on 2 seeds)
 REPAIR_SHARE = 1.0
+# problems of more than this many movable rows are large: the canonical search gets CANONICAL_SHARE of
+# the time left (in best and in exact), and improve_plan's turns include window repairs
+LARGE_ROWS = 1000
 # share of the time left that the canonical search of the whole problem gets on problems of more than
-# 1,000 rows, improve_plan the rest (rectangle cuts of 1,500 rows at 5 s: its probes stop finding plans
-# after a few tenths of a second; 0.3 gave a mean of 1.0855 x LOAD against 1.0935 with 1.0, and with
-# the skyline search in improve_plan 0.15 and 0.2 below did better than 0.3 and 0.5)
+# LARGE_ROWS rows, improve_plan the rest (rectangle cuts of 1,500 rows at 5 s: its probes stop finding
+# plans after a few tenths of a second; 0.3 gave a mean of 1.0855 x LOAD against 1.0935 with 1.0, and
+# with the skyline search in improve_plan 0.15 and 0.2 below did better than 0.3 and 0.5)
 CANONICAL_SHARE = 0.15
-# the same on problems of at most 1,000 rows, where it gets at least CANONICAL_MIN_S seconds (or all the
-# time left, if less): it finds its plans early or not at all, and on MiniMalloc's challenging
+# the same on problems of at most LARGE_ROWS rows, where it gets at least CANONICAL_MIN_S seconds (or all
+# the time left, if less): it finds its plans early or not at all, and on MiniMalloc's challenging
 # instances (150-450 rows) it needs most of the default second
 CANONICAL_SHARE_SMALL = 0.2
 CANONICAL_MIN_S = 1.0
@@ -452,7 +455,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
     # cannot take a whole busy period) the repair of time windows by the canonical search comes first,
     # local-search runs when it stops before the deadline
     movable = _movable(problem)
-    large = budget.deadline is not None and movable > 1000
+    large = budget.deadline is not None and movable > LARGE_ROWS
     skyline = budget.deadline is not None and peak > target and skyline_runs(problem, budget.remaining())
     if budget.deadline is not None and peak > target and not skyline and skyline_supported(problem):
         stats["skyline"] = "skipped: its kernel is not compiled yet (run dsa warmup)"
@@ -577,7 +580,7 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
     movable = _movable(problem)
     left = budget.remaining()
     if budget.deadline is not None:
-        if movable > 1000:
+        if movable > LARGE_ROWS:
             left *= CANONICAL_SHARE
         elif skyline_runs(problem, left):  # (the share left over is the skyline search's)
             left = max(left * CANONICAL_SHARE_SMALL, min(left, CANONICAL_MIN_S))

@@ -60,7 +60,7 @@ exponential in the worst case (the problem is strongly NP-hard), so the search i
 ``dsa.strategies._canonical_search.MAX_BUFFERS`` buffers are not searched; nothing is proven about
 them. In minimisation under a time limit (and no node limit), time that the canonical search leaves
 (such a period sets the peak), and what is left after the canonical search had its share of it
-(``best.CANONICAL_SHARE`` on problems of more than ``SHARE_MIN_ROWS`` rows, ``CANONICAL_SHARE`` on
+(``best.CANONICAL_SHARE`` on problems of more than ``best.LARGE_ROWS`` rows, ``CANONICAL_SHARE`` on
 smaller ones where the skyline search runs, see :func:`dsa.strategies.best.skyline_runs`), go to
 :func:`dsa.strategies.best.improve_plan` (the skyline search of :mod:`dsa.strategies._skyline`, time
 windows around the peak re-planned by the canonical search, and the local search over greedy orders)
@@ -92,11 +92,9 @@ GROWTH = 2               # the node budget per probe is multiplied by this after
 # with half of it, 1.0456; at 60 s MiniMalloc's challenging J ends at 1014784 either way, D at
 # 1022976-1025024 from run to run (1024000 in a run of the previous rule)
 CANONICAL_SHARE = 0.5
-# ... on problems of more than this many movable rows, and on smaller ones where the skyline search
-# is to run in the time left to it (best.skyline_runs: no fixed offsets, its kernel compiled or time
-# to compile it); otherwise it keeps the whole time
-SHARE_MIN_ROWS = 1000
-# ... and on those of more than SHARE_MIN_ROWS movable rows it gets best's share, best.CANONICAL_SHARE
+# ... where the skyline search is to run in the time left to it (best.skyline_runs: no fixed offsets,
+# its kernel compiled or time to compile it); otherwise it keeps the whole time. On problems of more
+# than best.LARGE_ROWS movable rows it gets best's share instead, best.CANONICAL_SHARE
 # (no probe completes on busy periods of thousands of buffers within seconds, so no proof comes of the
 # time). At 20 s, 8 rectangle cuts of 1,500-5,000 buffers, that share (0.15) against 0.5: lower on 5
 # (by 0.3-1.4 % of LOAD), level on 3; mean 1.1290 -> 1.1248 x LOAD
@@ -321,10 +319,10 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
             left = budget.remaining()
             movable = int(np.count_nonzero(problem.is_movable))
             if (node_limit is None and budget.deadline is not None
-                    and (movable > SHARE_MIN_ROWS
+                    and (movable > best.LARGE_ROWS
                          or best.skyline_runs(problem, left * (1 - CANONICAL_SHARE)))):
                 # the rest goes to best.improve_plan (below) unless this proves the plan optimal
-                left *= best.CANONICAL_SHARE if movable > SHARE_MIN_ROWS else CANONICAL_SHARE
+                left *= best.CANONICAL_SHARE if movable > best.LARGE_ROWS else CANONICAL_SHARE
             out, info = search.lower_peak(state["offsets"], time_limit=left,
                                           node_limit=None if node_limit is None else node_limit - used,
                                           progress=progress)
