@@ -711,3 +711,85 @@ def test_a_large_edge_to_edge_tiling_is_planned_at_the_bound_by_a_short_look(str
     dsa.validate(p, sol)
     assert sol.status is dsa.Status.OPTIMAL and sol.peak == dsa.load(p)
     assert sol.stats["bound_look"] is True
+
+
+def test_a_beam_plans_at_the_bound_where_a_long_dive_does_not():
+    # 120 buffers with pinwheels: a beam of 64 states plans at LOAD (a valid plan, every row placed),
+    # a deterministic dive of a million nodes finds nothing
+    sky.warm()
+    p = rectangle_cut(120, seed=2, pinwheel=0.4)
+    load = dsa.lower_bound(p)
+    s = sky.Skyline(p, 0)
+    assert s.dive(load, 10**6, 0.0) == -1
+    s = sky.Skyline(p, 0)
+    assert s.beam(load, 64) == 1
+    plan = s.plan()
+    dsa.validate(p, plan)
+    assert plan_peak(p, plan) == load
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_beam_plans_are_valid_and_within_the_capacity(seed):
+    # random small problems (alignments, gaps in time, slack), capacities from the bound up: a beam
+    # that reports a plan has a valid one within the capacity; one below the bytes alive at some
+    # instant reports none at once
+    sky.warm()
+    rng = np.random.default_rng(seed)
+    for _ in range(30):
+        n = int(rng.integers(1, 25))
+        starts = rng.integers(0, 12, n)
+        p = dsa.Problem(starts, starts + rng.integers(1, 6, n), rng.integers(1, 9, n) * 4,
+                        alignments=rng.choice([1, 1, 4, 8], n))
+        load = dsa.load(p)
+        for cap in (load, load + 4, load + 16, int(p.sizes.sum()) + 32):
+            s = sky.Skyline(p, int(rng.integers(1 << 30)))
+            status = s.beam(cap, int(rng.integers(1, 20)), per_parent=int(rng.integers(1, 4)))
+            assert status in (0, 1)
+            if status == 1:
+                plan = s.plan()
+                dsa.validate(p, plan)
+                assert plan_peak(p, plan) <= cap
+        assert sky.Skyline(p, 0).beam(load - 1, 8) == 0
+
+
+def test_beam_stops_at_its_deadline_and_covers_only_the_whole_problem():
+    sky.warm()
+    p = rectangle_cut(400, seed=3, pinwheel=0.4)
+    s = sky.Skyline(p, 0)
+    s.deadline = time.perf_counter()  # (passed: no work allowed)
+    assert s.beam(dsa.lower_bound(p), 1024) == -1
+    assert 1 <= s.beam_max_width() and s.beam_max_width() * len(p) * 18 <= sky.BEAM_MAX_BYTES
+    s.set_floor(dsa.solve(p, "greedy_by_size").offsets, dsa.lower_bound(p) // 2)
+    with pytest.raises(ValueError, match="whole problem"):
+        s.beam(dsa.lower_bound(p), 8)
+
+
+def test_bound_look_runs_beams_between_dives_and_a_dead_beam_proves_nothing(monkeypatch):
+    # beams as long as the dives, each twice as wide as the one before; a beam that dies out (status
+    # 0) does not end the look (the dives still plan the problem at the bound)
+    sky.warm()
+    widths = []
+
+    def dead_beam(self, cap, width, per_parent=None, noise=sky.NOISE):
+        widths.append((id(self), width))
+        return 0
+
+    monkeypatch.setattr(sky.Skyline, "beam", dead_beam)
+    p = rectangle_cut(60, seed=1, pinwheel=0.4)
+    dives = []
+    dive = sky.Skyline.dive
+
+    def slow_dive(self, cap, node_limit, noise):
+        dives.append(node_limit)
+        return dive(self, cap, node_limit, noise) if len(dives) > 6 else -1
+
+    monkeypatch.setattr(sky.Skyline, "dive", slow_dive)
+    start = dsa.solve(p, "greedy_by_size").offsets
+    out = sky.bound_look(p, start, dsa.lower_bound(p), time.perf_counter() + 10.0, seed=0)
+    assert out is not None
+    dsa.validate(p, out)
+    assert plan_peak(p, out) == dsa.lower_bound(p)
+    assert widths
+    for one in {k for k, _ in widths}:  # (each skyline's own beams: time forwards and backwards)
+        mine = [w for k, w in widths if k == one]
+        assert mine[0] == sky.BEAM_WIDTH and all(b == 2 * a for a, b in zip(mine, mine[1:]))

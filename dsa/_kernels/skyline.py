@@ -130,6 +130,52 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, sla
 
 
 @njit(cache=True)
+def _branch_point(T, h, rem, well, mrv):
+    """Where a node branches: ``(a, b, hmin, side)``, the lowest, leftmost run ``[a, b)`` of columns
+    with something left to place, at height ``hmin`` (side 0: its left corner), or with ``mrv``
+    (see :func:`dive`) the zero-slack well that :func:`_dead` left in ``well``."""
+    a = -1
+    hmin = np.int64(1) << 62
+    for t in range(T):
+        if rem[t] > 0 and h[t] < hmin:
+            hmin = h[t]
+            a = t
+    b = a
+    while b < T and rem[b] > 0 and h[b] == hmin:
+        b += 1
+    if well[3] >= 0 and ((mrv == 1 and well[3] <= 1) or mrv >= 2):
+        # the most constrained zero-slack well instead (a forced move if 1 candidate)
+        return well[0], well[1], well[2], well[4]
+    return a, b, hmin, np.int64(0)
+
+
+@njit(cache=True)
+def _waste_level(a, hmin, cs, ce, sz, al, bs_ptr, bs_rows, rcap, h, rem, placed):
+    """``(level, work)``: the level to raise column ``a`` (at ``hmin``) to when nothing covers the
+    cell ``(a, hmin)`` (``1 << 62``: none), and the column steps it took. What can cover column ``a``
+    above ``hmin`` is a buffer alive before ``a`` (above the left neighbour) or one starting at ``a``,
+    which lands on the highest column of its lifetime: the lowest of these levels."""
+    lvl = np.int64(1) << 62
+    work = 0
+    if a > 0 and rem[a - 1] > 0 and h[a - 1] < lvl:
+        lvl = h[a - 1]
+    for k in range(bs_ptr[a], bs_ptr[a + 1]):
+        r = bs_rows[k]
+        if placed[r]:
+            continue
+        work += ce[r] - cs[r]
+        land = hmin
+        for t in range(cs[r], ce[r]):
+            if h[t] > land:
+                land = h[t]
+        if al[r] > 1:
+            land = (land + al[r] - 1) // al[r] * al[r]
+        if hmin < land < lvl and land + sz[r] <= rcap[r]:
+            lvl = land
+    return lvl, work
+
+
+@njit(cache=True)
 def _mix(t, v):
     """64 hash bits of the pair ``(t, v)`` (splitmix64's finaliser; S. Vigna, after Steele, Lea and
     Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014)."""
@@ -282,23 +328,7 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, w
                     return 0, nodes
                 # (falls through to the exhausted-frame handling below)
         if need_new:
-            # the lowest, leftmost column with something left to place
-            a = -1
-            hmin = big
-            for t in range(T):
-                if rem[t] > 0 and h[t] < hmin:
-                    hmin = h[t]
-                    a = t
-            b = a
-            while b < T and rem[b] > 0 and h[b] == hmin:
-                b += 1
-            side = 0
-            if well[3] >= 0 and ((mrv == 1 and well[3] <= 1) or mrv >= 2):
-                # branch on the most constrained zero-slack well instead (a forced move if 1 candidate)
-                a = well[0]
-                b = well[1]
-                hmin = well[2]
-                side = well[4]
+            a, b, hmin, side = _branch_point(T, h, rem, well, mrv)
             # candidates: the unplaced buffers that can cover the cell (a, hmin): they start at a,
             # end by b and fit under cap at an aligned hmin
             c0 = ctop
@@ -329,25 +359,8 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, w
                 cand[j] = r
                 score[j] = sc
                 ctop += 1
-            # waste: nothing covers (a, hmin). What can cover column a above hmin is a buffer alive
-            # before a (above the left neighbour) or one starting at a, which lands on the highest
-            # column of its lifetime: raise column a to the lowest of these levels
-            lvl = big
-            if a > 0 and rem[a - 1] > 0 and h[a - 1] < lvl:
-                lvl = h[a - 1]
-            for k in range(bs_ptr[a], bs_ptr[a + 1]):
-                r = bs_rows[k]
-                if placed[r]:
-                    continue
-                work += ce[r] - cs[r]
-                land = hmin
-                for t in range(cs[r], ce[r]):
-                    if h[t] > land:
-                        land = h[t]
-                if al[r] > 1:
-                    land = (land + al[r] - 1) // al[r] * al[r]
-                if hmin < land < lvl and land + sz[r] <= rcap[r]:
-                    lvl = land
+            lvl, steps = _waste_level(a, hmin, cs, ce, sz, al, bs_ptr, bs_rows, rcap, h, rem, placed)
+            work += steps
             b = a + 1
             w = 0
             if side == 0 and lvl < big and slack[a] >= lvl - hmin:

@@ -65,6 +65,12 @@ CALIBRATE_SHARE = 0.25
 MEMO = True        # remember dead states from dive to dive (see dsa._kernels.skyline.dive)
 MEMO_PER_CELL = 64  # entries of that table per row and time column ...
 MEMO_MAX_LOG2 = 21  # ... up to 2 ** this (16 MiB)
+# beam searches at the bound (Skyline.beam) take turns with the dives in bound_look: each skyline's
+# beams get as much time as its dives, the first BEAM_WIDTH states wide, each next one twice as wide
+# (up to what BEAM_MAX_BYTES holds), at most BEAM_PER_PARENT children of one state per level
+BEAM_WIDTH = 64
+BEAM_PER_PARENT = 2
+BEAM_MAX_BYTES = 128 << 20
 
 
 def luby(i: int) -> int:
@@ -144,10 +150,7 @@ class Skyline:
         alone let one dive outlast the caller's deadline many times over. The frame stack grows
         (doubles) when a dive runs out of it: wasted-space steps, one per column raised, can
         outnumber the buffers many times where time columns are many."""
-        work = _NO_CEILING
-        if self.deadline is not None:
-            steps = max(0.0, self.deadline - time.perf_counter()) * WORK_PER_S
-            work = int(steps) + 1 if steps < _NO_CEILING else _NO_CEILING  # (an infinite deadline too)
+        work = self._work_limit()
         while True:
             state = self.rng.copy()
             status = self._dive(cap, node_limit, work, noise)
@@ -156,6 +159,47 @@ class Skyline:
             self.rng[:] = state  # the same dive again, deeper
             self.fr = [np.zeros(2 * len(a), np.int64) for a in self.fr]
             self.fr_k = np.zeros(2 * len(self.fr_k), np.uint64)
+
+    def _work_limit(self) -> int:
+        """``WORK_PER_S`` column steps per second left before ``self.deadline`` (no limit without one)."""
+        if self.deadline is None:
+            return _NO_CEILING
+        steps = max(0.0, self.deadline - time.perf_counter()) * WORK_PER_S
+        return int(steps) + 1 if steps < _NO_CEILING else _NO_CEILING  # (an infinite deadline too)
+
+    def beam(self, cap, width, per_parent=None, noise=NOISE):
+        """One beam search for a plan within ``cap`` (:func:`dsa._kernels.skyline_beam.beam`): the
+        dive's states, ``width`` of them kept per level (at most :meth:`beam_max_width`), at most
+        ``per_parent`` (default ``BEAM_PER_PARENT``) children of one state; random tie-breaks.
+        Returns the status (1: a plan, in ``self.offsets``; 0: the beam died out, which proves
+        nothing; -1: the work limit, as a dive's under ``self.deadline``). The whole problem only
+        (no kept rows, no ceiling)."""
+        from dsa._kernels.skyline_beam import beam
+
+        if self.keep.any() or (self.ceil != _NO_CEILING).any():
+            raise ValueError("a beam search covers the whole problem: no kept rows, no ceiling")
+        levels = len(self.rows) + self.T + 16  # (one per buffer, and one per wasted step: grown on demand)
+        while True:
+            width = max(1, min(int(width), self.beam_max_width(levels)))
+            state = self.rng.copy()
+            status, nodes = beam(self.cs, self.ce, self.sz, self.al, self.bs_ptr, self.bs_rows, self.be_ptr,
+                                 self.be_rows, self.T, int(cap), width,
+                                 int(BEAM_PER_PARENT if per_parent is None else max(1, per_parent)),
+                                 self._work_limit(), self.rng, float(noise), self.keys, PATH, levels,
+                                 self.offsets)
+            self.nodes += int(nodes)
+            if status != -2:
+                return int(status)
+            self.rng[:] = state  # (the same beam again, with room for more levels)
+            levels *= 2
+
+    def beam_max_width(self, levels=None) -> int:
+        """The widest beam that fits in ``BEAM_MAX_BYTES`` (states, children and the back pointers of
+        ``levels`` levels, by default one per buffer and per column)."""
+        m = len(self.rows)
+        levels = m + self.T + 16 if levels is None else levels
+        per_state = 18 * m + 64 * self.T + 16 * 64 + 16 * levels
+        return max(1, BEAM_MAX_BYTES // per_state)
 
     def _dive(self, cap, node_limit, work_limit, noise):
         status, nodes = self.K.dive(self.cs, self.ce, self.sz, self.al, self.bs_ptr, self.bs_rows,
@@ -251,8 +295,8 @@ _warm: list = []
 
 
 def warm() -> None:
-    """Load the dive kernel and the floor's (compile them, or read numba's cache) with a problem of one
-    buffer; callers do this before their clock starts."""
+    """Load the dive kernel, the beam's and the floor's (compile them, or read numba's cache) with a
+    problem of one buffer; callers do this before their clock starts."""
     if not _warm:
         from dsa.problem import Problem
 
@@ -260,16 +304,19 @@ def warm() -> None:
         sky.set_keep(np.zeros(1, np.int64), np.ones(1, np.bool_))  # (loads cover_max)
         sky.set_keep(None, None)
         sky.dive(1, 10, 0.0)
+        sky.beam(1, 1)
         _warm.append(True)
 
 
 def ready() -> bool:
-    """Whether the dive kernel (and the floor's, ``cover_max``) run without compiling: compiled in
-    this process or in numba's cache (:func:`dsa._kernels.compiled`). Compiling them costs about 3 s."""
+    """Whether the dive kernel (and the beam's and the floor's, ``cover_max``) run without compiling:
+    compiled in this process or in numba's cache (:func:`dsa._kernels.compiled`). Compiling them costs
+    about 3 s."""
     from dsa._kernels import compiled
     from dsa._kernels import skyline as K
+    from dsa._kernels import skyline_beam
 
-    return compiled(K.dive) and compiled(K.cover_max)
+    return compiled(K.dive) and compiled(K.cover_max) and compiled(skyline_beam.beam)
 
 
 def supported(problem) -> bool:
@@ -525,7 +572,8 @@ def _reversed(problem):
 
 
 def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None, large_deadline=None):
-    """A plan of peak at most ``cap`` (the lower bound, typically) from restarted dives, or None.
+    """A plan of peak at most ``cap`` (the lower bound, typically) from restarted dives and beam
+    searches, or None.
 
     Each busy period of ``problem`` whose plan in ``offsets`` reaches above ``cap`` gets a
     :class:`Skyline`, and one of the period with time running backwards (a plan of one is a plan of
@@ -534,7 +582,11 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None, large_
     deterministic), until every such period has a plan within ``cap`` (returned: ``offsets`` with
     those periods replaced), ``deadline`` (a ``time.perf_counter()`` value) passes, or a dive ends
     without a plan (it searched its whole canonical space: none within ``cap``; returns None).
-    When one of those periods has more than ``max_rows`` rows, the look ends by ``large_deadline``
+    Between dives, each skyline gets beam searches (:meth:`Skyline.beam`) for as long as its dives
+    have run, each twice as wide as the one before, from ``BEAM_WIDTH`` states: where a dive's early
+    mistakes are found only far below them (rectangle cuts of 1,000 buffers and more on a fine
+    grid), a beam keeps many partial plans side by side. When one of those periods has more than
+    ``max_rows`` rows, the look ends by ``large_deadline``
     instead (None: nothing is tried, None is returned). The dives
     run on as many threads as the canonical search would use (the kernel releases the GIL), each
     thread with its own share of the skylines; which thread plans a period first can change from
@@ -582,27 +634,36 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None, large_
         for k, one in enumerate((sub, _reversed(sub))):
             sky = Skyline(one, int(seeds[j]) + k)
             sky.deadline = deadline
-            items.append([j, sky, sky.base_unit(), 0])
+            # [period, skyline, unit, dives so far, seconds of dives, seconds of beams, next beam's width]
+            items.append([j, sky, sky.base_unit(), 0, 0.0, 0.0, BEAM_WIDTH])
     plans = {}  # period -> its plan (the first found)
     proof = []
 
     def work(mine):
-        # dives on the skylines of ``mine`` in turn (this thread's alone) until the end, or until the
-        # periods of all of them have a plan
+        # dives on the skylines of ``mine`` in turn (this thread's alone), and beam searches as long
+        # as the dives, until the end, or until the periods of all of them have a plan
         while time.perf_counter() < deadline and not proof and len(plans) < len(periods):
             pending = [item for item in mine if item[0] not in plans]
             if not pending:
                 return
             for item in pending:
-                j, sky, unit, i = item
+                j, sky, unit, i = item[:4]
                 if j in plans:
                     continue
                 item[3] = i = i + 1
+                began = time.perf_counter()
                 status = sky.dive(cap, unit * luby(i), 0.0 if i == 1 else NOISE)
+                item[4] += time.perf_counter() - began
                 if status == 0:
                     proof.append(True)
                 elif status == 1:
                     plans.setdefault(j, sky.plan())
+                elif BEAM_WIDTH > 0 and item[5] <= item[4] and time.perf_counter() < deadline:
+                    began = time.perf_counter()
+                    if sky.beam(cap, item[6]) == 1:  # (a beam that dies out proves nothing)
+                        plans.setdefault(j, sky.plan())
+                    item[5] += time.perf_counter() - began
+                    item[6] = min(2 * item[6], sky.beam_max_width())
                 if proof or time.perf_counter() >= deadline:
                     return
 
