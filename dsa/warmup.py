@@ -125,8 +125,10 @@ def warmup(*, verbose: bool = False) -> dict:
             lower_peak(problem, start, time_limit=1.0, node_limit=50)
             search_orders(problem, start, time_limit=float("inf"), iterations=50, seed=0)
         from dsa.strategies._skyline import warm as warm_skyline
+        from dsa.strategies._skyline import warm_beam
 
         warm_skyline()  # (best runs the skyline search only once its kernel is compiled, or on long calls)
+        warm_beam()  # (and its look at the bound the beam searches, or on long looks)
         # best's whole improvement phase, whatever searches it runs, on an instance that it cannot
         # finish early (MiniMalloc's D: the portfolio and the canonical search stay above LOAD)
         from dsa import data

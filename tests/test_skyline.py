@@ -768,6 +768,8 @@ def test_bound_look_runs_beams_between_dives_and_a_dead_beam_proves_nothing(monk
     # beams as long as the dives, each twice as wide as the one before; a beam that dies out (status
     # 0) does not end the look (the dives still plan the problem at the bound)
     sky.warm()
+    sky.warm_beam()
+    assert sky.beam_ready()
     widths = []
 
     def dead_beam(self, cap, width, per_parent=None, noise=sky.NOISE):
@@ -793,3 +795,20 @@ def test_bound_look_runs_beams_between_dives_and_a_dead_beam_proves_nothing(monk
     for one in {k for k, _ in widths}:  # (each skyline's own beams: time forwards and backwards)
         mine = [w for k, w in widths if k == one]
         assert mine[0] == sky.BEAM_WIDTH and all(b == 2 * a for a, b in zip(mine, mine[1:]))
+
+
+@pytest.mark.parametrize("ready, look_s, runs", [(True, 0.5, True), (False, 0.5, False), (False, 2.0, True)])
+def test_bound_look_runs_beams_where_their_kernel_is_compiled_or_the_look_is_long(ready, look_s, runs,
+                                                                                     monkeypatch):
+    # with a cold numba cache a short look does not spend its time compiling the beam's kernel
+    sky.warm()
+    sky.warm_beam()
+    monkeypatch.setattr(sky, "beam_ready", lambda: ready)
+    monkeypatch.setattr(sky, "BEAM_COLD_MIN_S", 1.0)
+    calls = []
+    monkeypatch.setattr(sky.Skyline, "beam", lambda self, cap, width, **kw: calls.append(width) or 0)
+    p = rectangle_cut(400, seed=3, pinwheel=0.4)  # (no plan at LOAD from the dives in 2 s)
+    start = dsa.solve(p, "greedy_by_size").offsets
+    out = sky.bound_look(p, start, dsa.lower_bound(p), time.perf_counter() + look_s, seed=0)
+    assert out is None
+    assert bool(calls) == runs

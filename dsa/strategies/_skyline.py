@@ -27,7 +27,7 @@ from dsa.bounds import lower_bound
 from dsa.budget import check_seed
 from dsa.solution import plan_peak
 
-__all__ = ["Skyline", "skyline_search", "bound_look", "luby"]
+__all__ = ["Skyline", "skyline_search", "bound_look", "luby", "warm", "warm_beam", "beam_ready"]
 
 SLICE_S = 0.1     # seconds of the first probe (doubled after each probe below the incumbent that fails)
 SLICE_MAX = 4.0   # ... up to this
@@ -71,6 +71,9 @@ MEMO_MAX_LOG2 = 21  # ... up to 2 ** this (16 MiB)
 BEAM_WIDTH = 64
 BEAM_PER_PARENT = 2
 BEAM_MAX_BYTES = 128 << 20
+# ... where the beam's kernel is compiled (in this process or numba's cache: dsa warmup compiles it),
+# or where the look has at least this long: compiling it takes about as long as the dive's (3 s)
+BEAM_COLD_MIN_S = 10.0
 
 
 def luby(i: int) -> int:
@@ -295,8 +298,8 @@ _warm: list = []
 
 
 def warm() -> None:
-    """Load the dive kernel, the beam's and the floor's (compile them, or read numba's cache) with a
-    problem of one buffer; callers do this before their clock starts."""
+    """Load the dive kernel and the floor's (compile them, or read numba's cache) with a problem of one
+    buffer; callers do this before their clock starts."""
     if not _warm:
         from dsa.problem import Problem
 
@@ -304,19 +307,31 @@ def warm() -> None:
         sky.set_keep(np.zeros(1, np.int64), np.ones(1, np.bool_))  # (loads cover_max)
         sky.set_keep(None, None)
         sky.dive(1, 10, 0.0)
-        sky.beam(1, 1)
         _warm.append(True)
 
 
-def ready() -> bool:
-    """Whether the dive kernel (and the beam's and the floor's, ``cover_max``) run without compiling:
-    compiled in this process or in numba's cache (:func:`dsa._kernels.compiled`). Compiling them costs
-    about 3 s."""
+def warm_beam() -> None:
+    """Load the beam search's kernel (compile it, about as long as the dive's, or read numba's cache)."""
+    from dsa.problem import Problem
+
+    Skyline(Problem([0], [1], [1])).beam(1, 1)
+
+
+def beam_ready() -> bool:
+    """Whether the beam search's kernel runs without compiling (:func:`dsa._kernels.compiled`)."""
     from dsa._kernels import compiled
-    from dsa._kernels import skyline as K
     from dsa._kernels import skyline_beam
 
-    return compiled(K.dive) and compiled(K.cover_max) and compiled(skyline_beam.beam)
+    return compiled(skyline_beam.beam)
+
+
+def ready() -> bool:
+    """Whether the dive kernel (and the floor's, ``cover_max``) run without compiling: compiled in
+    this process or in numba's cache (:func:`dsa._kernels.compiled`). Compiling them costs about 3 s."""
+    from dsa._kernels import compiled
+    from dsa._kernels import skyline as K
+
+    return compiled(K.dive) and compiled(K.cover_max)
 
 
 def supported(problem) -> bool:
@@ -584,10 +599,11 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None, large_
     without a plan (it searched its whole canonical space: none within ``cap``; returns None).
     Between dives, each skyline gets beam searches (:meth:`Skyline.beam`) for as long as its dives
     have run, each twice as wide as the one before, from ``BEAM_WIDTH`` states: where a dive's early
-    mistakes are found only far below them (rectangle cuts of 1,000 buffers and more on a fine
-    grid), a beam keeps many partial plans side by side. When one of those periods has more than
-    ``max_rows`` rows, the look ends by ``large_deadline``
-    instead (None: nothing is tried, None is returned). The dives
+    mistakes are found only far below them, a beam keeps many partial plans side by side (on
+    rectangle cuts of a few hundred buffers it plans about twice as many at the bound in the same
+    time). Beams run where their kernel is compiled (:func:`beam_ready`) or the look has at least
+    ``BEAM_COLD_MIN_S`` seconds. When one of those periods has more than ``max_rows`` rows, the look
+    ends by ``large_deadline`` instead (None: nothing is tried, None is returned). The dives
     run on as many threads as the canonical search would use (the kernel releases the GIL), each
     thread with its own share of the skylines; which thread plans a period first can change from
     run to run, so the plan can too (it is valid and within ``cap`` either way).
@@ -638,6 +654,10 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None, large_
             items.append([j, sky, sky.base_unit(), 0, 0.0, 0.0, BEAM_WIDTH])
     plans = {}  # period -> its plan (the first found)
     proof = []
+    ready = beam_ready()
+    beams = BEAM_WIDTH > 0 and (ready or deadline - time.perf_counter() >= BEAM_COLD_MIN_S)
+    if beams and not ready:
+        warm_beam()  # (compiled once, before the threads)
 
     def work(mine):
         # dives on the skylines of ``mine`` in turn (this thread's alone), and beam searches as long
@@ -658,7 +678,7 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None, large_
                     proof.append(True)
                 elif status == 1:
                     plans.setdefault(j, sky.plan())
-                elif BEAM_WIDTH > 0 and item[5] <= item[4] and time.perf_counter() < deadline:
+                elif beams and item[5] <= item[4] and time.perf_counter() < deadline:
                     began = time.perf_counter()
                     if sky.beam(cap, item[6]) == 1:  # (a beam that dies out proves nothing)
                         plans.setdefault(j, sky.plan())
