@@ -777,6 +777,7 @@ def test_bound_look_runs_beams_between_dives_and_a_dead_beam_proves_nothing(monk
         return 0
 
     monkeypatch.setattr(sky.Skyline, "beam", dead_beam)
+    monkeypatch.setattr(sky, "BEAM_AFTER_S", 0.0)
     p = rectangle_cut(60, seed=1, pinwheel=0.4)
     dives = []
     dive = sky.Skyline.dive
@@ -797,14 +798,17 @@ def test_bound_look_runs_beams_between_dives_and_a_dead_beam_proves_nothing(monk
         assert mine[0] == sky.BEAM_WIDTH and all(b == 2 * a for a, b in zip(mine, mine[1:]))
 
 
-@pytest.mark.parametrize("ready, look_s, runs", [(True, 0.5, True), (False, 0.5, False), (False, 2.0, True)])
-def test_bound_look_runs_beams_where_their_kernel_is_compiled_or_the_look_is_long(ready, look_s, runs,
+@pytest.mark.parametrize("ready, look_s, after, runs", [(True, 0.5, 0.0, True), (False, 0.5, 0.0, False),
+                                                       (False, 2.0, 0.0, True), (True, 0.5, 5.0, False)])
+def test_bound_look_runs_beams_where_their_kernel_is_compiled_or_the_look_is_long(ready, look_s, after, runs,
                                                                                      monkeypatch):
-    # with a cold numba cache a short look does not spend its time compiling the beam's kernel
+    # with a cold numba cache a short look does not spend its time compiling the beam's kernel; beams
+    # start once the dives have run BEAM_AFTER_S
     sky.warm()
     sky.warm_beam()
     monkeypatch.setattr(sky, "beam_ready", lambda: ready)
     monkeypatch.setattr(sky, "BEAM_COLD_MIN_S", 1.0)
+    monkeypatch.setattr(sky, "BEAM_AFTER_S", after)
     calls = []
     monkeypatch.setattr(sky.Skyline, "beam", lambda self, cap, width, **kw: calls.append(width) or 0)
     p = rectangle_cut(400, seed=3, pinwheel=0.4)  # (no plan at LOAD from the dives in 2 s)

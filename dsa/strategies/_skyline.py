@@ -74,6 +74,10 @@ BEAM_MAX_BYTES = 128 << 20
 # ... where the beam's kernel is compiled (in this process or numba's cache: dsa warmup compiles it),
 # or where the look has at least this long: compiling it takes about as long as the dive's (3 s)
 BEAM_COLD_MIN_S = 10.0
+# ... once a skyline's dives have run this long: where they plan at once (MiniMalloc's A in 0.07 s),
+# the look's plan stays theirs, the same from run to run, not that of a beam racing them on another
+# thread
+BEAM_AFTER_S = 0.5
 
 
 def luby(i: int) -> int:
@@ -602,7 +606,7 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None, large_
     mistakes are found only far below them, a beam keeps many partial plans side by side (on
     rectangle cuts of a few hundred buffers it plans about twice as many at the bound in the same
     time). Beams run where their kernel is compiled (:func:`beam_ready`) or the look has at least
-    ``BEAM_COLD_MIN_S`` seconds. When one of those periods has more than ``max_rows`` rows, the look
+    ``BEAM_COLD_MIN_S`` seconds, once the skyline's dives have run ``BEAM_AFTER_S`` seconds. When one of those periods has more than ``max_rows`` rows, the look
     ends by ``large_deadline`` instead (None: nothing is tried, None is returned). The dives
     run on as many threads as the canonical search would use (the kernel releases the GIL), each
     thread with its own share of the skylines; which thread plans a period first can change from
@@ -678,7 +682,8 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None, large_
                     proof.append(True)
                 elif status == 1:
                     plans.setdefault(j, sky.plan())
-                elif beams and item[5] <= item[4] and time.perf_counter() < deadline:
+                elif (beams and item[4] >= BEAM_AFTER_S and item[5] <= item[4]
+                      and time.perf_counter() < deadline):
                     began = time.perf_counter()
                     if sky.beam(cap, item[6]) == 1:  # (a beam that dies out proves nothing)
                         plans.setdefault(j, sky.plan())
