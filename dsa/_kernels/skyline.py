@@ -150,6 +150,14 @@ def _branch_point(T, h, rem, well, mrv):
 
 
 @njit(cache=True)
+def _covers(r, a, b, hmin, cs, ce, sz, al, rcap, placed):
+    """Whether the unplaced buffer ``r`` can cover the cell ``(a, hmin)`` of the run ``[a, b)``: its
+    lifetime inside the run, its top under its room, ``hmin`` aligned for it."""
+    return (not placed[r] and ce[r] <= b and cs[r] >= a and hmin + sz[r] <= rcap[r]
+            and (al[r] <= 1 or hmin % al[r] == 0))
+
+
+@njit(cache=True)
 def _waste_level(a, hmin, cs, ce, sz, al, bs_ptr, bs_rows, rcap, h, rem, placed):
     """``(level, work)``: the level to raise column ``a`` (at ``hmin``) to when nothing covers the
     cell ``(a, hmin)`` (``1 << 62``: none), and the column steps it took. What can cover column ``a``
@@ -337,9 +345,7 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, w
             work += k1 - k0
             for k in range(k0, k1):
                 r = be_rows[k] if side == 1 else bs_rows[k]
-                if placed[r] or ce[r] > b or cs[r] < a or hmin + sz[r] > rcap[r]:
-                    continue
-                if al[r] > 1 and hmin % al[r] != 0:
+                if not _covers(r, a, b, hmin, cs, ce, sz, al, rcap, placed):
                     continue
                 if ctop >= maxc:
                     truncated = True

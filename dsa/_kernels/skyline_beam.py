@@ -26,7 +26,7 @@ import numpy as np
 
 from dsa._kernels import kernel, njit
 from dsa._kernels.rng import uniform
-from dsa._kernels.skyline import _branch_point, _dead, _mix, _waste_level
+from dsa._kernels.skyline import _branch_point, _covers, _dead, _mix, _waste_level
 
 
 @kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8", "i8", "i8", "i8", "i8",
@@ -68,11 +68,12 @@ def beam(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, width, per_pa
     """
     n = len(sz)
     K = width
-    # the states of a level, in generation g of each array (the next level's in 1 - g): skyline,
-    # bytes left to place and slack over each column, buffers placed, hash, buffers placed (count)
+    # the states of a level, in generation g of each array (the next level's in 1 - g): skyline and
+    # bytes left to place over each column, buffers placed, hash, buffers placed (count). A column's
+    # slack is cap minus both: a buffer placed on a run of one height raises the skyline by what it
+    # takes from the bytes left, and waste raises it by what it takes from the slack
     H = np.zeros((2, K, T), np.int64)
     R = np.zeros((2, K, T), np.int64)
-    SL = np.zeros((2, K, T), np.int64)
     P = np.zeros((2, K, n), np.bool_)
     HK = np.zeros((2, K), np.uint64)
     CNT = np.zeros((2, K), np.int64)
@@ -86,8 +87,7 @@ def beam(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, width, per_pa
         for t in range(cs[r], ce[r]):
             R[0, 0, t] += sz[r]
     for t in range(T):
-        SL[0, 0, t] = cap - R[0, 0, t]
-        if SL[0, 0, t] < 0 and R[0, 0, t] > 0:
+        if cap - R[0, 0, t] < 0 and R[0, 0, t] > 0:
             return 0, 0
         hk ^= _mix(t, 0)
     HK[0, 0] = hk
@@ -135,7 +135,7 @@ def beam(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, width, per_pa
             for t in range(T):
                 h[t] = H[g, k, t]
                 rem[t] = R[g, k, t]
-                slack[t] = SL[g, k, t]
+                slack[t] = cap - h[t] - rem[t]
             for r in range(n):
                 placed[r] = P[g, k, r]
             if _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed, well, True,
@@ -148,9 +148,7 @@ def beam(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, width, per_pa
             k1 = be_ptr[b + 1] if side == 1 else bs_ptr[a + 1]
             for q in range(k0, k1):
                 r = be_rows[q] if side == 1 else bs_rows[q]
-                if placed[r] or ce[r] > b or cs[r] < a or hmin + sz[r] > rcap[r]:
-                    continue
-                if al[r] > 1 and hmin % al[r] != 0:
+                if not _covers(r, a, b, hmin, cs, ce, sz, al, rcap, placed):
                     continue
                 twin = False  # (a buffer identical to one tried before here: the same child)
                 for q2 in range(k0, q):
@@ -230,7 +228,6 @@ def beam(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, width, per_pa
             for t in range(T):
                 H[g2, nb2, t] = H[g, k, t]
                 R[g2, nb2, t] = R[g, k, t]
-                SL[g2, nb2, t] = SL[g, k, t]
             for r in range(n):
                 P[g2, nb2, r] = P[g, k, r]
             r = c_act[i]
@@ -243,9 +240,7 @@ def beam(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, width, per_pa
                 CNT[g2, nb2] += 1
                 lvl_at[lev, nb2] = c_lvl[i]
             else:
-                a = c_a[i]
-                SL[g2, nb2, a] -= c_lvl[i] - H[g, k, a]
-                H[g2, nb2, a] = c_lvl[i]
+                H[g2, nb2, c_a[i]] = c_lvl[i]
             act[lev, nb2] = r
             par[lev, nb2] = k
             HK[g2, nb2] = c_hk[i]

@@ -606,8 +606,9 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None, large_
     mistakes are found only far below them, a beam keeps many partial plans side by side (on
     rectangle cuts of a few hundred buffers it plans about twice as many at the bound in the same
     time). Beams run where their kernel is compiled (:func:`beam_ready`) or the look has at least
-    ``BEAM_COLD_MIN_S`` seconds, once the skyline's dives have run ``BEAM_AFTER_S`` seconds. When one of those periods has more than ``max_rows`` rows, the look
-    ends by ``large_deadline`` instead (None: nothing is tried, None is returned). The dives
+    ``BEAM_COLD_MIN_S`` seconds, once the skyline's dives have run ``BEAM_AFTER_S`` seconds. When one
+    of those periods has more than ``max_rows`` rows, the look ends by ``large_deadline`` instead
+    (None: nothing is tried, None is returned). The dives
     run on as many threads as the canonical search would use (the kernel releases the GIL), each
     thread with its own share of the skylines; which thread plans a period first can change from
     run to run, so the plan can too (it is valid and within ``cap`` either way).
