@@ -752,6 +752,26 @@ def test_beam_plans_are_valid_and_within_the_capacity(seed):
         assert sky.Skyline(p, 0).beam(load - 1, 8) == 0
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_beam_counts_the_runs_a_move_changes_as_a_full_count_does(seed):
+    # the beam scores a child by its parent's runs plus the change on the columns it moved
+    # (_starts), instead of counting the whole skyline again (_runs): the two must agree
+    from dsa._kernels.skyline_beam import _runs, _starts
+
+    rng = np.random.default_rng(seed)
+    T = int(rng.integers(1, 30))
+    for _ in range(50):
+        h = rng.integers(0, 4, T)
+        rem = rng.integers(0, 3, T) * rng.integers(0, 2, T)
+        a = int(rng.integers(0, T))
+        b = int(rng.integers(a + 1, T + 1))
+        h2, rem2 = h.copy(), rem.copy()
+        h2[a:b] = int(rng.integers(0, 5))  # (a buffer placed on [a, b), or a column raised)
+        rem2[a:b] = np.maximum(0, rem2[a:b] - int(rng.integers(0, 3)))
+        assert (_runs(T, h2, rem2) - _runs(T, h, rem)
+                == _starts(T, h2, rem2, a, b) - _starts(T, h, rem, a, b))
+
+
 def test_beam_stops_at_its_deadline_and_covers_only_the_whole_problem():
     sky.warm()
     p = rectangle_cut(400, seed=3, pinwheel=0.4)

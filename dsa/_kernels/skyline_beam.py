@@ -19,6 +19,11 @@ wasted byte ends a branch and a dive's early mistakes are found only far below t
 cuts of 1,000-1,500 buffers on a fine grid, a beam of a few hundred states plans at the bound where
 restarted dives find nothing in 20 s. It is incomplete (a beam that dies out proves nothing).
 
+Each child is checked by ``_dead`` once, when it is generated: a state keeps the well that check
+found (where it branches when expanded) and the runs of its skyline (a child's are its parent's
+plus the change on the columns it moved, :func:`_starts`), so that expanding it costs a copy of its
+arrays rather than a second pass over the columns.
+
 Complexity: per level, O(width x (c (T + c) + n)) for ``T`` columns, ``n`` buffers and ``c``
 candidates per state; memory O(width x (n + T)) plus back pointers O(width x (n + T)).
 """
@@ -77,6 +82,8 @@ def beam(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, width, per_pa
     P = np.zeros((2, K, n), np.bool_)
     HK = np.zeros((2, K), np.uint64)
     CNT = np.zeros((2, K), np.int64)
+    WL = np.zeros((2, K, 5), np.int64)  # the well _dead found in the state (where it branches)
+    RU = np.zeros((2, K), np.int64)  # the runs of its skyline (its score, less the noise)
     g = 0
     par = np.zeros((levels, K), np.int32)
     act = np.zeros((levels, K), np.int32)  # the buffer placed, or -1 (waste)
@@ -94,19 +101,6 @@ def beam(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, width, per_pa
     nb = 1
     if n == 0:
         return 1, 0
-    maxc = 16 * K + 64
-    c_par = np.zeros(maxc, np.int64)
-    c_act = np.zeros(maxc, np.int64)
-    c_lvl = np.zeros(maxc, np.int64)
-    c_a = np.zeros(maxc, np.int64)
-    c_sc = np.zeros(maxc, np.float64)
-    c_hk = np.zeros(maxc, np.uint64)
-    tsize = 1
-    while tsize < 4 * K:
-        tsize *= 2
-    table = np.zeros(tsize, np.uint64)
-    tmask = np.uint64(tsize - 1)
-    taken = np.zeros(K, np.int64)
     h = np.zeros(T, np.int64)
     rem = np.zeros(T, np.int64)
     slack = np.zeros(T, np.int64)
@@ -114,6 +108,29 @@ def beam(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, width, per_pa
     well = np.zeros(5, np.int64)
     probe = np.zeros(5, np.int64)
     reach = np.zeros(T + 1, np.bool_)
+    for t in range(T):
+        rem[t] = R[0, 0, t]
+        slack[t] = cap - rem[t]
+    if _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed, well, True, reach,
+             path):
+        return 0, 0
+    WL[0, 0, :] = well
+    RU[0, 0] = _runs(T, h, rem)
+    maxc = 16 * K + 64
+    c_par = np.zeros(maxc, np.int64)
+    c_act = np.zeros(maxc, np.int64)
+    c_lvl = np.zeros(maxc, np.int64)
+    c_a = np.zeros(maxc, np.int64)
+    c_sc = np.zeros(maxc, np.float64)
+    c_hk = np.zeros(maxc, np.uint64)
+    c_well = np.zeros((maxc, 5), np.int64)
+    c_ru = np.zeros(maxc, np.int64)
+    tsize = 1
+    while tsize < 4 * K:
+        tsize *= 2
+    table = np.zeros(tsize, np.uint64)
+    tmask = np.uint64(tsize - 1)
+    taken = np.zeros(K, np.int64)
     big = np.int64(1) << 62
     nodes = 0
     work = 0
@@ -138,9 +155,7 @@ def beam(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, width, per_pa
                 slack[t] = cap - h[t] - rem[t]
             for r in range(n):
                 placed[r] = P[g, k, r]
-            if _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed, well, True,
-                     reach, path):
-                continue
+            well[:] = WL[g, k, :]  # (every state kept was found alive by _dead, which left its well here)
             # the branching point, as the dive's (mrv 3): the lowest, leftmost run, or the zero-slack
             # corner with the fewest candidates
             a, b, hmin, side = _branch_point(T, h, rem, well, 3)
@@ -159,23 +174,27 @@ def beam(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, width, per_pa
                         break
                 if twin:
                     continue
-                work += 4 * T + 2 * (ce[r] - cs[r]) + (k1 - k0)  # (the pruning, the score, the move)
+                work += 3 * T + 4 * (ce[r] - cs[r]) + (k1 - k0)  # (the pruning, the score, the move)
                 top = hmin + sz[r]
                 ck = HK[g, k] ^ keys[r]
+                ru = RU[g, k] - _starts(T, h, rem, cs[r], ce[r])
                 for t in range(cs[r], ce[r]):
                     ck ^= _mix(t, h[t]) ^ _mix(t, top)
                     h[t] = top
                     rem[t] -= sz[r]
                 placed[r] = True
                 nodes += 1
+                ru += _starts(T, h, rem, cs[r], ce[r])
                 alive = not _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed,
-                                  probe, False, reach, path)
+                                  probe, True, reach, path)
                 if alive and nc < maxc:
                     c_par[nc] = k
                     c_act[nc] = r
                     c_lvl[nc] = hmin
-                    c_sc[nc] = _runs(T, h, rem) - noise * uniform(rng)
+                    c_sc[nc] = ru - noise * uniform(rng)
                     c_hk[nc] = ck
+                    c_well[nc, :] = probe
+                    c_ru[nc] = ru
                     nc += 1
                 for t in range(cs[r], ce[r]):
                     h[t] = hmin
@@ -188,16 +207,25 @@ def beam(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, width, per_pa
                 lvl, steps = _waste_level(a, hmin, cs, ce, sz, al, bs_ptr, bs_rows, rcap, h, rem, placed)
                 work += steps
                 if lvl < big and slack[a] >= lvl - hmin and nc < maxc:
+                    ru = RU[g, k] - _starts(T, h, rem, a, a + 1)
                     h[a] = lvl
-                    c_par[nc] = k
-                    c_act[nc] = -1
-                    c_lvl[nc] = lvl
-                    c_a[nc] = a
-                    c_sc[nc] = _runs(T, h, rem) + 0.5 - noise * uniform(rng)
-                    c_hk[nc] = HK[g, k] ^ _mix(a, hmin) ^ _mix(a, lvl)
-                    nc += 1
+                    slack[a] -= lvl - hmin
+                    ru += _starts(T, h, rem, a, a + 1)
+                    work += T
                     nodes += 1
+                    if not _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed,
+                                 probe, True, reach, path):
+                        c_par[nc] = k
+                        c_act[nc] = -1
+                        c_lvl[nc] = lvl
+                        c_a[nc] = a
+                        c_sc[nc] = ru + 0.5 - noise * uniform(rng)
+                        c_hk[nc] = HK[g, k] ^ _mix(a, hmin) ^ _mix(a, lvl)
+                        c_well[nc, :] = probe
+                        c_ru[nc] = ru
+                        nc += 1
                     h[a] = hmin
+                    slack[a] += lvl - hmin
         if nc == 0:
             return 0, nodes
         # the next level: the best children (fewest runs), each state once, at most per_parent of a parent
@@ -244,12 +272,25 @@ def beam(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, width, per_pa
             act[lev, nb2] = r
             par[lev, nb2] = k
             HK[g2, nb2] = c_hk[i]
+            WL[g2, nb2, :] = c_well[i]
+            RU[g2, nb2] = c_ru[i]
             nb2 += 1
         g = g2
         nb = nb2
         if work > work_limit:
             return -1, nodes
     return -2, nodes
+
+
+@njit(cache=True)
+def _starts(T, h, rem, a, b):
+    """The runs of :func:`_runs` that start at columns ``a`` to ``b`` (inclusive, within ``T``): all
+    that a move on columns ``[a, b)`` can change."""
+    f = 0
+    for t in range(a, min(b + 1, T)):
+        if rem[t] > 0 and (t == 0 or rem[t - 1] == 0 or h[t - 1] != h[t]):
+            f += 1
+    return f
 
 
 @njit(cache=True)

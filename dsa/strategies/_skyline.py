@@ -205,7 +205,10 @@ class Skyline:
         ``levels`` levels, by default one per buffer and per column)."""
         m = len(self.rows)
         levels = m + self.T + 16 if levels is None else levels
-        per_state = 18 * m + 64 * self.T + 16 * 64 + 16 * levels
+        # two generations of states (skyline and bytes left, 8 bytes a column each; buffers placed, a
+        # byte each; hash, count, runs and well, 64 bytes), up to 16 children a state (96 bytes
+        # each), a hash table of at most 8 slots a state, and back pointers (16 bytes a level)
+        per_state = 2 * m + 32 * self.T + 2 * 64 + 16 * 96 + 8 * 8 + 16 * levels
         return max(1, BEAM_MAX_BYTES // per_state)
 
     def _dive(self, cap, node_limit, work_limit, noise):
