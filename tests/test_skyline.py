@@ -752,6 +752,47 @@ def test_beam_plans_are_valid_and_within_the_capacity(seed):
         assert sky.Skyline(p, 0).beam(load - 1, 8) == 0
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_dives_round_the_capacity_to_the_grain_without_changing_what_they_find(seed):
+    # sizes and alignments of a common grain: every level a dive reaches is a multiple of it, so a
+    # capacity rounded down to one allows the same plans (and its exact slack lets the corners be
+    # checked). A complete dive (no node limit) at a capacity off the grain finds a plan exactly
+    # where the same dive with the rounding turned off does, and the plan is within the capacity
+    sky.warm()
+    rng = np.random.default_rng(seed)
+    grain = int(rng.choice([2, 8, 64]))
+    n = int(rng.integers(6, 18))
+    starts = rng.integers(0, 6, n)
+    p = dsa.Problem(starts, starts + rng.integers(1, 5, n), rng.integers(1, 6, n) * grain,
+                    alignments=rng.choice([1, 1, grain, 2 * grain], n))
+    load = dsa.lower_bound(p)
+    for cap in (load + int(rng.integers(1, grain + 1)) - 1, load + grain + grain // 2, load + 3 * grain - 1):
+        s = sky.Skyline(p, 0)
+        assert s.grain % grain == 0 and s._cap(cap) == cap - cap % s.grain
+        found = s.dive(cap, 10**9, 0.0)
+        off = sky.Skyline(p, 0)
+        off.grain = 1  # (no rounding)
+        assert found == off.dive(cap, 10**9, 0.0)
+        if found == 1:
+            dsa.validate(p, s.plan())
+            assert plan_peak(p, s.plan()) <= cap
+
+
+def test_dives_keep_the_capacity_where_kept_rows_are_off_the_grain():
+    # a kept row whose top is not a multiple of the grain makes levels off it: no rounding
+    p = rectangle_cut(60, seed=2)
+    s = sky.Skyline(p, 0)
+    assert s.grain == 64 and s._cap(10_000 * 64 + 5) == 10_000 * 64
+    offsets = dsa.solve(p, "greedy_by_size").offsets.copy()
+    s.set_floor(offsets, int(plan_peak(p, offsets)))
+    assert s._cap(10_000 * 64 + 5) == 10_000 * 64
+    offsets[0] += 3  # (a row 3 bytes off: kept, its top off the grain)
+    s.set_keep(offsets, np.arange(len(s.rows)) == np.flatnonzero(s.rows == 0)[0])
+    assert not s.on_grain and s._cap(10_000 * 64 + 5) == 10_000 * 64 + 5
+    s.set_keep(None, None)
+    assert s.on_grain
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_beam_counts_the_runs_a_move_changes_as_a_full_count_does(seed):
     # the beam scores a child by its parent's runs plus the change on the columns it moved

@@ -147,6 +147,11 @@ class Skyline:
         self.ceil = np.full(T, _NO_CEILING, np.int64)
         self.rcap = np.zeros(m, np.int64)
         self.deadline = None  # (see dive)
+        # every level a dive reaches is a multiple of the grain (the greatest common divisor of the
+        # sizes and alignments) while the kept rows' tops and the ceilings are: see _cap
+        grain = np.gcd.reduce(np.concatenate([self.sz, self.al[self.al > 1]])) if m else 1
+        self.grain = max(1, int(grain))
+        self.on_grain = True
 
     def dive(self, cap, node_limit, noise):
         """One dive; returns the status (1 plan, 0 none, -1 limit) and fills ``self.offsets``.
@@ -190,7 +195,7 @@ class Skyline:
             width = max(1, min(int(width), self.beam_max_width(levels)))
             state = self.rng.copy()
             status, nodes = beam(self.cs, self.ce, self.sz, self.al, self.bs_ptr, self.bs_rows, self.be_ptr,
-                                 self.be_rows, self.T, int(cap), width,
+                                 self.be_rows, self.T, self._cap(cap), width,
                                  int(BEAM_PER_PARENT if per_parent is None else max(1, per_parent)),
                                  self._work_limit(), self.rng, float(noise), self.keys, PATH, levels,
                                  self.offsets)
@@ -214,12 +219,25 @@ class Skyline:
     def _dive(self, cap, node_limit, work_limit, noise):
         status, nodes = self.K.dive(self.cs, self.ce, self.sz, self.al, self.bs_ptr, self.bs_rows,
                                     self.be_ptr, self.be_rows,
-                                    self.T, int(cap), int(node_limit), int(work_limit), self.rng, float(noise),
+                                    self.T, self._cap(cap), int(node_limit), int(work_limit), self.rng, float(noise),
                                     self.offsets, self.keep, self.h0, self.ceil, MRV, PATH, TWINS, self.keys,
                                     self.memo, np.uint64(self.salt), self.h, self.rem, self.slack, self.placed,
                                     self.rcap, *self.fr, self.fr_k, self.cand, self.score)
         self.nodes += int(nodes)
         return int(status)
+
+    def _cap(self, cap) -> int:
+        """``cap`` rounded down to a multiple of the grain where the dives' levels all are one.
+
+        A dive places each buffer on a level of the skyline: the top of the kept rows (``h0``), of
+        a buffer placed, or a wasted step up to one of those or to an aligned level. When the sizes,
+        the alignments, the kept tops and the ceilings are all multiples of the grain, so is every
+        level and every plan's peak, and a peak of at most ``cap`` is one of at most that multiple:
+        the same plans. The columns' slack is then exact, so the corners of a column with no room
+        left are checked (``_dead``): with a capacity one byte below a peak of 64-byte sizes, every
+        column kept 63 bytes of slack that nothing could use, and no corner was ever checked."""
+        cap = int(cap)
+        return cap - cap % self.grain if self.on_grain else cap
 
     def set_floor(self, offsets=None, level=0):
         """Keep the rows of ``offsets`` whose tops are at most ``level`` (None: keep nothing); the
@@ -242,6 +260,7 @@ class Skyline:
         self.ceil[:] = _NO_CEILING
         if offsets is None:
             self.salt = 0  # (the whole problem: dives of every round share its dead states)
+            self.on_grain = True
             return 0
         self._salts += 1  # (dead states of another setting do not hold in this one)
         self.salt = self._salts
@@ -256,6 +275,8 @@ class Skyline:
         self.offsets[self.keep] = off[self.keep]
         k = np.flatnonzero(keep)
         self.K.cover_max(self.cs[k], self.ce[k], off[k] + self.sz[k], self.h0)
+        ceil = self.ceil[self.ceil != _NO_CEILING]
+        self.on_grain = bool(np.all(self.h0 % self.grain == 0) and np.all(ceil % self.grain == 0))
         return int(np.count_nonzero(self.keep))
 
     def base_unit(self) -> int:
