@@ -158,6 +158,13 @@ def _covers(r, a, b, hmin, cs, ce, sz, al, rcap, placed):
 
 
 @njit(cache=True)
+def _alike(q, r, cs, ce, sz, al):
+    """Whether buffers ``q`` and ``r`` are interchangeable (the same columns, size and alignment):
+    placing one where the other was tried leads to the same subtree, relabelled."""
+    return cs[q] == cs[r] and ce[q] == ce[r] and sz[q] == sz[r] and al[q] == al[r]
+
+
+@njit(cache=True)
 def _waste_level(a, hmin, cs, ce, sz, al, bs_ptr, bs_rows, rcap, h, rem, placed):
     """``(level, work)``: the level to raise column ``a`` (at ``hmin``) to when nothing covers the
     cell ``(a, hmin)`` (``1 << 62``: none), and the column steps it took. What can cover column ``a``
@@ -396,8 +403,7 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, w
                     # size and alignment) leads to the same subtree, relabelled: skip it
                     same = False
                     for j in range(fr_c0[f], fr_c0[f] + k):
-                        q = cand[j]
-                        if cs[q] == cs[r] and ce[q] == ce[r] and sz[q] == sz[r] and al[q] == al[r]:
+                        if _alike(cand[j], r, cs, ce, sz, al):
                             same = True
                             break
                     if same:

@@ -31,7 +31,7 @@ import numpy as np
 
 from dsa._kernels import kernel, njit
 from dsa._kernels.rng import uniform
-from dsa._kernels.skyline import _branch_point, _covers, _dead, _mix, _waste_level
+from dsa._kernels.skyline import _alike, _branch_point, _covers, _dead, _mix, _waste_level
 
 
 @kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8", "i8", "i8", "i8", "i8",
@@ -168,8 +168,7 @@ def beam(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, width, per_pa
                 twin = False  # (a buffer identical to one tried before here: the same child)
                 for q2 in range(k0, q):
                     r2 = be_rows[q2] if side == 1 else bs_rows[q2]
-                    if (not placed[r2] and cs[r2] == cs[r] and ce[r2] == ce[r] and sz[r2] == sz[r]
-                            and al[r2] == al[r]):
+                    if not placed[r2] and _alike(r2, r, cs, ce, sz, al):
                         twin = True
                         break
                 if twin:
