@@ -826,15 +826,19 @@ def test_beam_stops_at_its_deadline_and_covers_only_the_whole_problem():
 
 
 def test_bound_look_runs_beams_between_dives_and_a_dead_beam_proves_nothing(monkeypatch):
-    # beams as long as the dives, each twice as wide as the one before; a beam that dies out (status
-    # 0) does not end the look (the dives still plan the problem at the bound)
+    # beams as long as the dives, each twice as wide as the one before with time forwards, by the Luby
+    # sequence with time backwards; a beam that dies out (status 0) does not end the look (the dives
+    # still plan the problem at the bound)
     sky.warm()
     sky.warm_beam()
     assert sky.beam_ready()
     widths = []
+    widest = {}
 
     def dead_beam(self, cap, width, per_parent=None, noise=sky.NOISE):
         widths.append((id(self), width))
+        widest[id(self)] = self.beam_max_width()
+        time.sleep(0.001)  # (lets the other thread run: these stand-ins hold the GIL, the kernels do not)
         return 0
 
     monkeypatch.setattr(sky.Skyline, "beam", dead_beam)
@@ -845,7 +849,8 @@ def test_bound_look_runs_beams_between_dives_and_a_dead_beam_proves_nothing(monk
 
     def slow_dive(self, cap, node_limit, noise):
         dives.append(node_limit)
-        return dive(self, cap, node_limit, noise) if len(dives) > 6 else -1
+        time.sleep(0.001)
+        return dive(self, cap, node_limit, noise) if len(dives) > 24 else -1
 
     monkeypatch.setattr(sky.Skyline, "dive", slow_dive)
     start = dsa.solve(p, "greedy_by_size").offsets
@@ -854,9 +859,31 @@ def test_bound_look_runs_beams_between_dives_and_a_dead_beam_proves_nothing(monk
     dsa.validate(p, out)
     assert plan_peak(p, out) == dsa.lower_bound(p)
     assert widths
+    kinds = []
     for one in {k for k, _ in widths}:  # (each skyline's own beams: time forwards and backwards)
         mine = [w for k, w in widths if k == one]
-        assert mine[0] == sky.BEAM_WIDTH and all(b == 2 * a for a, b in zip(mine, mine[1:]))
+        doubling = [min(sky.BEAM_WIDTH << i, widest[one]) for i in range(len(mine))]
+        by_luby = [min(sky.BEAM_WIDTH * sky.luby(i), widest[one]) for i in range(1, len(mine) + 1)]
+        assert mine in (doubling, by_luby)
+        if len(mine) >= 3:  # (where the two schedules differ)
+            kinds.append(mine == doubling)
+    assert set(kinds) == {False, True}
+
+
+def test_next_beam_width_doubles_or_follows_luby_and_restarts_where_a_beam_would_not_end_in_time():
+    w0 = sky.BEAM_WIDTH
+    assert sky.next_beam_width(w0, 1, False, 0.1, 10.0, 10 ** 6) == 2 * w0
+    assert sky.next_beam_width(4 * w0, 3, False, 0.1, 10.0, 10 ** 6) == 8 * w0
+    assert sky.next_beam_width(4 * w0, 3, False, 0.1, 10.0, 5 * w0) == 5 * w0  # (the widest that fits)
+    # by the Luby sequence: the width after the k-th beam is BEAM_WIDTH x luby(k + 1)
+    got = [sky.next_beam_width(w0, k, True, 0.1, 10.0, 10 ** 6) for k in range(1, 15)]
+    assert got == [w0 * sky.luby(k + 1) for k in range(1, 15)] and max(got) == 8 * w0
+    # the next beam would take (its width / the last one's) x the last one's seconds: over the time
+    # left, the next is BEAM_WIDTH wide instead; at the limit it still runs
+    assert sky.next_beam_width(4 * w0, 3, False, 1.0, 1.9, 10 ** 6) == w0
+    assert sky.next_beam_width(4 * w0, 3, False, 1.0, 2.0, 10 ** 6) == 8 * w0
+    assert sky.next_beam_width(w0, 6, True, 1.0, 3.9, 10 ** 6) == w0  # (luby(7) = 4: 4 s)
+    assert sky.next_beam_width(w0, 6, True, 1.0, 4.0, 10 ** 6) == 4 * w0
 
 
 @pytest.mark.parametrize("ready, look_s, after, runs", [(True, 0.5, 0.0, True), (False, 0.5, 0.0, False),
