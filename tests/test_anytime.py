@@ -80,3 +80,31 @@ def test_repair_windows_keeps_fixed_rows():
     out, _ = repair_windows(pf, start, time_limit=0.5, seed=0)
     dsa.validate(pf, out)
     assert np.array_equal(out[::7], start[::7]) and plan_peak(pf, out) <= plan_peak(pf, start)
+
+
+def test_lower_peak_probes_the_preorders_asked_and_window_repairs_ask_for_theirs(large, monkeypatch):
+    from dsa.strategies import _canonical_search as canonical
+    from dsa.strategies import _local_search as local
+
+    seen = []
+    race = canonical.CanonicalSearch.race
+
+    def spy(self, cap, incumbent, share, heuristics=canonical.HEURISTICS, **kw):
+        seen.extend(heuristics)
+        return race(self, cap, incumbent, share, heuristics, **kw)
+
+    monkeypatch.setattr(canonical.CanonicalSearch, "race", spy)
+    p = rectangle_cut(120, seed=5, pinwheel=0.5)
+    start = dsa.solve(p, "greedy_by_size").offsets
+    for hs in [canonical.HEURISTICS, ("WAT",), ("TWA", "WAT")]:
+        seen.clear()
+        out, _ = canonical.lower_peak(p, start, time_limit=10.0, node_limit=20_000,
+                                      **({} if hs is canonical.HEURISTICS else {"heuristics": hs}))
+        dsa.validate(p, out)
+        assert seen and set(seen) == set(hs)
+    assert "WAT" in local.REPAIR_HEURISTICS and set(canonical.HEURISTICS) < set(local.REPAIR_HEURISTICS)
+    seen.clear()
+    start = dsa.solve(large, "best", improve=False).offsets
+    out, stats = local.repair_windows(large, start, time_limit=0.5, seed=3)
+    dsa.validate(large, out)
+    assert stats["windows"] >= 1 and set(seen) == set(local.REPAIR_HEURISTICS)

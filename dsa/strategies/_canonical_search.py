@@ -389,7 +389,8 @@ class CanonicalSearch:
             return None, nodes, len(results)
         return offsets, nodes, len(results)
 
-    def lower_peak(self, offsets, *, time_limit: float, node_limit: int | None = None, progress=None):
+    def lower_peak(self, offsets, *, time_limit: float, node_limit: int | None = None, progress=None,
+                   heuristics=HEURISTICS):
         """Lower the peak of a plan by probing smaller capacities with a node-limited canonical search.
 
         Capacities are probed in rounds whose node budget grows ``GROWTH``-fold. A round first probes
@@ -417,6 +418,8 @@ class CanonicalSearch:
         progress : callable, optional
             Called after every probe as ``progress(event, capacity, peak, bound, nodes)`` with event
             ``"plan"`` (the peak went down), ``"proof"`` (the bound went up) or ``"probe"``.
+        heuristics : tuple of str, optional
+            The static preorders probed (default ``HEURISTICS``; letters as there).
 
         Returns
         -------
@@ -429,7 +432,7 @@ class CanonicalSearch:
             (:func:`dsa.bounds.lower_bound`); ``peak``; ``time``; ``rounds``.
         """
         return _lower_peak(self, offsets, time_limit=time_limit, node_limit=node_limit,
-                           progress=progress)
+                           progress=progress, heuristics=tuple(heuristics))
 
 
 def _decide(search, cap, node_limit, periods, heuristics=HEURISTICS, deadline=None, rate=None):
@@ -616,11 +619,11 @@ def _pool(width, periods=()):
 
 
 def lower_peak(problem, offsets, *, time_limit: float, node_limit: int | None = None, seed=None,
-               progress=None):
+               progress=None, heuristics=HEURISTICS):
     """Lower the peak of a plan by probing smaller capacities with a node-limited canonical search.
 
-    A fresh :class:`CanonicalSearch` of ``problem`` runs :meth:`CanonicalSearch.lower_peak`; see
-    there. ``seed`` is unused (the search is deterministic under a node limit); it is accepted for
+    A fresh :class:`CanonicalSearch` of ``problem`` runs :meth:`CanonicalSearch.lower_peak` (with the
+    static preorders ``heuristics``); see there. ``seed`` is unused (the search is deterministic under a node limit); it is accepted for
     a uniform signature.
 
     Returns
@@ -629,10 +632,11 @@ def lower_peak(problem, offsets, *, time_limit: float, node_limit: int | None = 
     stats : dict
     """
     return CanonicalSearch(problem).lower_peak(offsets, time_limit=time_limit, node_limit=node_limit,
-                                               progress=progress)
+                                               progress=progress, heuristics=heuristics)
 
 
-def _lower_peak(search, offsets, *, time_limit: float, node_limit: int | None = None, progress=None):
+def _lower_peak(search, offsets, *, time_limit: float, node_limit: int | None = None, progress=None,
+                heuristics=HEURISTICS):
     """:meth:`CanonicalSearch.lower_peak` (documented there)."""
     t0 = time.perf_counter()
     deadline = t0 + float(time_limit)
@@ -739,7 +743,7 @@ def _lower_peak(search, offsets, *, time_limit: float, node_limit: int | None = 
         while floor() < state["peak"] and not spent():
             # 1. the bound itself, with every preorder ("stop": the time is up, or too few nodes are
             #    left to give each search one)
-            if probe(floor(), budget, HEURISTICS, len(HEURISTICS)) == "stop":
+            if probe(floor(), budget, heuristics, len(heuristics)) == "stop":
                 break
             if floor() >= state["peak"] or spent():
                 break
@@ -752,7 +756,7 @@ def _lower_peak(search, offsets, *, time_limit: float, node_limit: int | None = 
             outcome = None
             misses = 0
             while floor() < cap < state["peak"] and outcome != "stop" and misses < MISSES:
-                outcome = probe(cap, nb, HEURISTICS)
+                outcome = probe(cap, nb, heuristics)
                 misses = misses + 1 if outcome == "limit" else 0
                 cap = min(cap - step, state["peak"] - 1)
             stats["rounds"] = stats.get("rounds", 0) + 1

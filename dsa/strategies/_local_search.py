@@ -352,6 +352,11 @@ def search_orders(problem, offsets, *, time_limit: float = 1.0, seed=None, order
 # repair_windows: rows contained in the k-th window (cycled), and seconds of canonical search per window
 REPAIR_WINDOWS = (400, 800, 200, 1200)
 REPAIR_SLICE_S = 0.2
+# ... with these static preorders (dsa.strategies._canonical_search.HEURISTICS, tuned on MiniMalloc's
+# instances, and WAT: duration, then area, then the largest section total, supermalloc's first
+# preorder). best at 20 s on 13 cuts of 1,500-5,000 buffers (4 of omnimalloc's pinwheel tilings among
+# them): 5 lower (by 0.1-0.7 % of LOAD), 8 level, none higher; mean 1.1624 -> 1.1612 x LOAD
+REPAIR_HEURISTICS = ("TAW", "TWA", "TWC", "TCA", "WAT")
 
 
 def _contained_window(problem, r, target, shift=0.5):
@@ -385,8 +390,8 @@ def repair_windows(problem, offsets, *, time_limit: float, seed=None, progress=N
     Each step takes a random row at the peak and a time range ``[a, b)`` around it that contains
     about ``REPAIR_WINDOWS[k]`` lifetimes (cycled), placed at random around the row's lifetime; the
     rows whose lifetimes lie inside it are ripped up and re-placed by the canonical search of
-    :mod:`dsa.strategies._canonical_search` (MiniMalloc's, Moffitt, ASPLOS 2023), for
-    ``REPAIR_SLICE_S`` seconds, below the current peak: every other row that meets ``[a, b)`` is a
+    :mod:`dsa.strategies._canonical_search` (MiniMalloc's, Moffitt, ASPLOS 2023; with the static
+    preorders ``REPAIR_HEURISTICS``), for ``REPAIR_SLICE_S`` seconds, below the current peak: every other row that meets ``[a, b)`` is a
     fixed obstacle, cut to ``[a, b)`` in time and to the peak minus one in
     address. A window re-planned below the peak is kept; the peak falls once every row at it has been
     moved. This is the large-neighbourhood search of Shaw (CP 1998) with the exact search as repair.
@@ -443,7 +448,7 @@ def repair_windows(problem, offsets, *, time_limit: float, seed=None, progress=N
                       fixed_offsets=np.concatenate([np.full(k, -1, dtype=np.int64), plan[obst]]))
         start = np.concatenate([plan[free], plan[obst]])
         slice_s = max(0.0, min(REPAIR_SLICE_S, deadline - time.perf_counter()))
-        out, _ = lower_peak(sub, start, time_limit=slice_s)
+        out, _ = lower_peak(sub, start, time_limit=slice_s, heuristics=REPAIR_HEURISTICS)
         if plan_peak(sub, out) <= cap:  # every ripped-up row is below the peak (obstacles are exact there)
             plan[free] = out[:k]
             stats["repaired"] += 1
