@@ -623,8 +623,8 @@ def lower_peak(problem, offsets, *, time_limit: float, node_limit: int | None = 
     """Lower the peak of a plan by probing smaller capacities with a node-limited canonical search.
 
     A fresh :class:`CanonicalSearch` of ``problem`` runs :meth:`CanonicalSearch.lower_peak` (with the
-    static preorders ``heuristics``); see there. ``seed`` is unused (the search is deterministic under a node limit); it is accepted for
-    a uniform signature.
+    static preorders ``heuristics``); see there. ``seed`` is unused (the search is deterministic
+    under a node limit); it is accepted for a uniform signature.
 
     Returns
     -------

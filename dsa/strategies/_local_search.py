@@ -391,9 +391,9 @@ def repair_windows(problem, offsets, *, time_limit: float, seed=None, progress=N
     about ``REPAIR_WINDOWS[k]`` lifetimes (cycled), placed at random around the row's lifetime; the
     rows whose lifetimes lie inside it are ripped up and re-placed by the canonical search of
     :mod:`dsa.strategies._canonical_search` (MiniMalloc's, Moffitt, ASPLOS 2023; with the static
-    preorders ``REPAIR_HEURISTICS``), for ``REPAIR_SLICE_S`` seconds, below the current peak: every other row that meets ``[a, b)`` is a
-    fixed obstacle, cut to ``[a, b)`` in time and to the peak minus one in
-    address. A window re-planned below the peak is kept; the peak falls once every row at it has been
+    preorders ``REPAIR_HEURISTICS``), for ``REPAIR_SLICE_S`` seconds, below the current peak: every
+    other row that meets ``[a, b)`` is a fixed obstacle, cut to ``[a, b)`` in time and to the peak
+    minus one in address. A window re-planned below the peak is kept; the peak falls once every row at it has been
     moved. This is the large-neighbourhood search of Shaw (CP 1998) with the exact search as repair.
 
     Parameters
