@@ -27,7 +27,7 @@ from dsa.bounds import lower_bound
 from dsa.budget import check_seed
 from dsa.solution import plan_peak
 
-__all__ = ["Skyline", "skyline_search", "bound_look", "luby", "warm", "warm_beam", "beam_ready"]
+__all__ = ["Skyline", "skyline_search", "bound_look", "luby", "next_beam_width", "warm", "warm_beam", "beam_ready"]
 
 SLICE_S = 0.1     # seconds of the first probe (doubled after each probe below the incumbent that fails)
 SLICE_MAX = 4.0   # ... up to this
