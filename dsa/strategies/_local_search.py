@@ -36,9 +36,10 @@ import numpy as np
 from dsa.bounds import lower_bound
 from dsa.budget import check_seed
 from dsa.solution import plan_peak
+from dsa.strategies._canonical_search import HEURISTICS
 from dsa.strategies._orders import ORDERINGS
 
-__all__ = ["search_orders", "repair_windows", "REPAIR_WINDOWS", "REPAIR_SLICE_S"]
+__all__ = ["search_orders", "repair_windows", "REPAIR_WINDOWS", "REPAIR_SLICE_S", "REPAIR_HEURISTICS"]
 
 _DEFAULTS = dict(hist_len=64, stall=20000, band_div=8, lex=False, w_peak=0.0, line_frac=0.5, blame=False,
                  p_squeaky_insert=0.45, p_squeaky_swap=0.2, p_random_swap=0.2, p_flip_fit=0.01)
@@ -356,7 +357,7 @@ REPAIR_SLICE_S = 0.2
 # instances, and WAT: duration, then area, then the largest section total, supermalloc's first
 # preorder). best at 20 s on 13 cuts of 1,500-5,000 buffers (4 of omnimalloc's pinwheel tilings among
 # them): 5 lower (by 0.1-0.7 % of LOAD), 8 level, none higher; mean 1.1624 -> 1.1612 x LOAD
-REPAIR_HEURISTICS = ("TAW", "TWA", "TWC", "TCA", "WAT")
+REPAIR_HEURISTICS = (*HEURISTICS, "WAT")
 
 
 def _contained_window(problem, r, target, shift=0.5):
@@ -393,8 +394,8 @@ def repair_windows(problem, offsets, *, time_limit: float, seed=None, progress=N
     :mod:`dsa.strategies._canonical_search` (MiniMalloc's, Moffitt, ASPLOS 2023; with the static
     preorders ``REPAIR_HEURISTICS``), for ``REPAIR_SLICE_S`` seconds, below the current peak: every
     other row that meets ``[a, b)`` is a fixed obstacle, cut to ``[a, b)`` in time and to the peak
-    minus one in address. A window re-planned below the peak is kept; the peak falls once every row at it has been
-    moved. This is the large-neighbourhood search of Shaw (CP 1998) with the exact search as repair.
+    minus one in address. A window re-planned below the peak is kept; the peak falls once every row
+    at it has been moved. This is the large-neighbourhood search of Shaw (CP 1998) with the exact search as repair.
 
     Parameters
     ----------
