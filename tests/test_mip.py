@@ -153,7 +153,9 @@ def test_time_limit_returns_the_incumbent(name):
     t0 = time.perf_counter()
     sol = dsa.solve(problem, "mip", backend=name, time_limit=1)
     elapsed = time.perf_counter() - t0
-    assert elapsed < 1 + 4, elapsed  # the solvers check their clocks between phases; JIT on a cold start
+    # the solvers check their clocks between phases, and a cold start adds JIT; the margin is wide
+    # (a loaded CI machine), since LIMIT_REACHED below already shows that the limit stopped the solver
+    assert elapsed < 1 + 14, elapsed
     assert sol.status is dsa.Status.LIMIT_REACHED and sol.success, sol.message
     dsa.validate(problem, sol)
     assert dsa.lower_bound(problem) <= sol.lower_bound < sol.peak <= sol.stats["upper_bound_start"]
