@@ -108,3 +108,16 @@ def test_lower_peak_probes_the_preorders_asked_and_window_repairs_ask_for_theirs
     out, stats = local.repair_windows(large, start, time_limit=0.5, seed=3)
     dsa.validate(large, out)
     assert stats["windows"] >= 1 and set(seen) == set(local.REPAIR_HEURISTICS)
+
+
+def test_prepare_ranks_the_preorders_it_is_given_before_the_threads_start():
+    # the threads read the ranks from a cache that is not locked: every preorder a race will use
+    # (window repairs add WAT) is ranked before they start
+    from dsa.strategies import _canonical_search as canonical
+
+    search = canonical.CanonicalSearch(rectangle_cut(60, seed=1))
+    with search.prepare(width=2, heuristics=(*canonical.HEURISTICS, "WAT")):
+        assert all(set(per.ranks) == {*canonical.HEURISTICS, "WAT"} for per in search.periods)
+    fresh = canonical.CanonicalSearch(rectangle_cut(60, seed=1))
+    with fresh.prepare(width=2):  # (by default, the canonical search's own)
+        assert all(set(per.ranks) == set(canonical.HEURISTICS) for per in fresh.periods)

@@ -287,16 +287,17 @@ class CanonicalSearch:
         return max((plan_peak(self.problem, offsets, per.rows) for per in self.periods
                     if not per.searchable), default=0)
 
-    def prepare(self, periods=None, *, width=None):
+    def prepare(self, periods=None, *, width=None, heuristics=HEURISTICS):
         """Start a phase of races: ``width`` searches side by side (default :func:`threads`) on a
-        thread pool, and a fresh node rate. The preorders' ranks of ``periods`` (default: the
-        searchable ones) are computed first, since the threads read them from a cache that is not
-        locked. Returns the search itself, a context manager that stops the threads on leaving."""
+        thread pool, and a fresh node rate. The ranks of the preorders ``heuristics`` of
+        ``periods`` (default: the searchable ones) are computed first, since the threads read them
+        from a cache that is not locked. Returns the search itself, a context manager that stops the
+        threads on leaving."""
         self.close()
         self.width = threads() if width is None else width
         if periods is None:
             periods = [per for per in self.periods if per.searchable]
-        self._pool = _pool(self.width, periods)
+        self._pool = _pool(self.width, periods, heuristics)
         self._rate = [2e5]
         return self
 
@@ -605,13 +606,14 @@ def _usable(results):
     return out
 
 
-def _pool(width, periods=()):
-    """A thread pool of ``width`` searches side by side (None for one). The preorders' ranks of
-    ``periods`` are computed first, since the threads read them from a cache that is not locked."""
+def _pool(width, periods=(), heuristics=HEURISTICS):
+    """A thread pool of ``width`` searches side by side (None for one). The ranks of the preorders
+    ``heuristics`` of ``periods`` are computed first, since the threads read them from a cache that
+    is not locked."""
     if width <= 1:
         return None
     for per in periods:
-        for h in HEURISTICS:
+        for h in heuristics:
             per._order(h)
     from concurrent.futures import ThreadPoolExecutor
 
@@ -669,7 +671,7 @@ def _lower_peak(search, offsets, *, time_limit: float, node_limit: int | None = 
 
     # (periods at or below the bound are never probed: every capacity probed is at least lb)
     search.prepare([per for per in search.periods
-                    if per.searchable and plan_peak(problem, best, per.rows) > lb])
+                    if per.searchable and plan_peak(problem, best, per.rows) > lb], heuristics=heuristics)
     width = search.width
 
     def apply(cap, outcome, plans, nodes):
