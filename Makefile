@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-generalise bench-pools bench-mip bench-peers bench-peers-other bench-peers-omnimalloc bench-memory bench-profile bench-latency docs docs-figures docs-tables clean
+.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-generalise bench-pools bench-mip bench-peers bench-peers-other bench-peers-omnimalloc bench-peers-random bench-memory bench-profile bench-latency docs docs-figures docs-tables clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -107,6 +107,18 @@ bench-peers-omnimalloc: $(PY)
 	$(PY) benchmarks/peers_generated.py --set omnimalloc --peer-python $(PEERS_VENV)/bin/python \
 		--time-limit 20 --threads 2 --peers supermalloc tabu_search --peer-budgets \
 		--out docs/results/peers_omnimalloc --summary out/peers_omnimalloc.json
+
+# opt-in: the same on 12 rectangle cuts whose generator settings are drawn at random from their seeds
+# (benchmarks/peers_generated.py --set random: 200-5,000 buffers, every argument of the generator
+# drawn over its range), against supermalloc and tabu search only, 20 s each (about 17 minutes);
+# writes docs/results/peers_random.{json,md,png} and out/peers_random.json.
+bench-peers-random: $(PY)
+	$(PIP) -e ".[plot]"
+	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check omnimalloc
+	$(PY) benchmarks/peers_generated.py --set random --peer-python $(PEERS_VENV)/bin/python \
+		--time-limit 20 --threads 2 --peers supermalloc tabu_search --peer-budgets \
+		--out docs/results/peers_random --summary out/peers_random.json
 
 # opt-in: exact against the mip strategy (HiGHS) on windows of 20-40 buffers of the challenging
 # instances, 20 s per window each (about 1 minute). Writes docs/results/exact_vs_mip.{json,md}.

@@ -23,7 +23,9 @@ instance), ``OUT.md`` (the table) and ``OUT.png`` (peak / LOAD against time), af
 ``--report OUT.json`` rewrites the Markdown, the plot and the summary from the JSON alone.
 ``--set other`` measures a second set instead: eleven other generator settings (``OTHER_FAMILIES``), a
 check that what holds on the main set holds off it; ``--set omnimalloc`` a third: instances drawn by
-omnimalloc's own generators of known optimum (``OMNI_FAMILIES``), in the peer's environment.
+omnimalloc's own generators of known optimum (``OMNI_FAMILIES``), in the peer's environment; ``--set
+random`` a fourth: twelve instances whose generator settings are drawn at random from their seeds
+(``random_settings``), none chosen by anyone.
 """
 from __future__ import annotations
 
@@ -105,17 +107,46 @@ OMNI_INSTANCES = [
     ("omni-pinwheel", 2001, 3), ("omni-pinwheel", 3001, 5), ("omni-pinwheel", 4001, 4), ("omni-pinwheel", 4001, 6),
     ("omni-pinwheel", 5001, 7),
 ]
+# a fourth set (``--set random``): each instance's generator settings drawn at random, from its seed,
+# over the generator's whole range (random_settings): settings no one chose, so none of dsa's
+# constants can have been tuned on them
+RANDOM_SEEDS = tuple(range(601, 613))
+
+
+def random_settings(seed: int) -> tuple:
+    """``(n, settings)`` of the random set's instance ``seed``: :func:`dsa.generate.rectangle_cut`'s
+    arguments but ``n`` and ``seed``, drawn from ``numpy.random.default_rng(20_000 + seed)``: ``n``
+    log-uniform on [200, 5000], ``aspect`` log-uniform on [0.05, 20], ``pinwheel`` uniform on [0, 1]
+    (both to 3 decimals), ``alignment`` one of 1, 8, 64, 256, 4096, ``lifetimes`` any of
+    ``dsa.generate.LIFETIMES``, ``cells_per_buffer`` one of 2, 4, 16, 64, 256, 1024, 4096, ``draw``
+    any of ``dsa.generate.DRAWS``."""
+    import numpy as np
+
+    from dsa.generate import DRAWS, LIFETIMES
+
+    rng = np.random.default_rng(20_000 + int(seed))
+    n = int(round(math.exp(rng.uniform(math.log(200), math.log(5000)))))
+    return n, {"aspect": round(math.exp(rng.uniform(math.log(0.05), math.log(20))), 3),
+               "pinwheel": round(float(rng.uniform(0, 1)), 3),
+               "alignment": int(rng.choice([1, 8, 64, 256, 4096])), "lifetimes": str(rng.choice(LIFETIMES)),
+               "cells_per_buffer": int(rng.choice([2, 4, 16, 64, 256, 1024, 4096])),
+               "draw": str(rng.choice(DRAWS))}
+
+
+RANDOM_FAMILIES = {f"random{seed}": random_settings(seed)[1] for seed in RANDOM_SEEDS}
+RANDOM_INSTANCES = [(f"random{seed}", random_settings(seed)[0], seed) for seed in RANDOM_SEEDS]
 SETS = {"main": (FAMILIES, INSTANCES), "other": (OTHER_FAMILIES, OTHER_INSTANCES),
-        "omnimalloc": (OMNI_FAMILIES, OMNI_INSTANCES)}
+        "omnimalloc": (OMNI_FAMILIES, OMNI_INSTANCES), "random": (RANDOM_FAMILIES, RANDOM_INSTANCES)}
 # each set's generator, as the report and the digest name it, and the report's words for its instances
 # and where they come from
 GENERATORS = {"main": "dsa.generate.rectangle_cut", "other": "dsa.generate.rectangle_cut",
-              "omnimalloc": "omnimalloc.benchmark.sources"}
+              "omnimalloc": "omnimalloc.benchmark.sources", "random": "dsa.generate.rectangle_cut"}
 TITLES = {"main": "rectangle-cut instances", "other": "rectangle-cut instances of other generator settings",
-          "omnimalloc": "instances of omnimalloc's own generators"}
+          "omnimalloc": "instances of omnimalloc's own generators",
+          "random": "rectangle-cut instances of generator settings drawn at random"}
 _RECTANGLE_CUT = ("`dsa.generate.rectangle_cut` (families and generator arguments in the JSON beside this "
                   "file), ")
-ORIGINS = {"main": _RECTANGLE_CUT, "other": _RECTANGLE_CUT,
+ORIGINS = {"main": _RECTANGLE_CUT, "other": _RECTANGLE_CUT, "random": _RECTANGLE_CUT,
            "omnimalloc": "omnimalloc's own generators of known optimum, `omnimalloc.benchmark.sources` "
                          "(TilingSource, PinwheelSource; run in the peers' environment, each instance's optimum "
                          "checked equal to LOAD; sources and their arguments in the JSON beside this file): "
@@ -160,7 +191,10 @@ def generator_args(family: str, n: int, seed: int) -> dict:
     the omnimalloc set the source's class (``source``) and its constructor's arguments."""
     if family in OMNI_FAMILIES:
         return {**OMNI_FAMILIES[family], "num_allocations": n, "seed": seed}
-    return {"n": n, "seed": seed, **(FAMILIES[family] if family in FAMILIES else OTHER_FAMILIES[family])}
+    for families in (FAMILIES, OTHER_FAMILIES, RANDOM_FAMILIES):
+        if family in families:
+            return {"n": n, "seed": seed, **families[family]}
+    raise KeyError(f"no family {family!r} in any set")
 
 
 # runs in the peer's environment: argv = JSON of generator_args; prints the buffers and the optimum
@@ -530,8 +564,8 @@ def main(argv=None) -> int:
     ap.add_argument("--peers", nargs="+", default=list(PEERS), choices=list(PEERS))
     ap.add_argument("--threads", type=int, default=2, help="supermalloc's threads (default 2)")
     ap.add_argument("--set", choices=list(SETS), default="main",
-                    help="the instances: the main set (default), other generator settings, or "
-                    "omnimalloc's own generators")
+                    help="the instances: the main set (default), other generator settings, "
+                    "omnimalloc's own generators, or generator settings drawn at random")
     ap.add_argument("--instances", help="comma-separated names (family-n-sSEED) or indices in the set "
                     "(default: all)")
     ap.add_argument("--out", type=Path, default=Path("out/peers_generated"), help="output path without suffix")

@@ -78,14 +78,14 @@ def test_report_and_digest(pg):
     assert digest[0]["generator_args"] == {"n": 300, "seed": 0}
 
 
-@pytest.mark.parametrize("name", ["main", "other"])
+@pytest.mark.parametrize("name", ["main", "other", "random"])
 def test_every_instance_of_each_set_is_generated_as_named(pg, name):
-    # the two sets' families do not share names (an instance's name says which generator arguments
+    # the sets' families do not share names (an instance's name says which generator arguments
     # made it), and each instance's arguments make a problem of its size whose optimum is LOAD
     from dsa.generate import rectangle_cut
 
-    assert not set(pg.FAMILIES) & set(pg.OTHER_FAMILIES)
-    assert not (set(pg.FAMILIES) | set(pg.OTHER_FAMILIES)) & set(pg.OMNI_FAMILIES)
+    names = [set(pg.FAMILIES), set(pg.OTHER_FAMILIES), set(pg.OMNI_FAMILIES), set(pg.RANDOM_FAMILIES)]
+    assert sum(map(len, names)) == len(set().union(*names))
     families, specs = pg.SETS[name]
     assert len({pg.instance_name(*s) for s in specs}) == len(specs)
     for family, n, seed in specs:
@@ -178,3 +178,19 @@ def test_report_of_the_omnimalloc_set_names_its_generators(pg):
     assert "`omnimalloc.benchmark.sources` (TilingSource, PinwheelSource" in md
     assert "dsa.generate.rectangle_cut" not in md and "](peers_omnimalloc.png)" in md
     assert pg.compact(doc)["instances"][0]["generator"] == "omnimalloc.benchmark.sources"
+
+
+def test_the_random_sets_settings_are_drawn_from_each_seed_over_the_generators_range(pg):
+    from dsa.generate import DRAWS, LIFETIMES
+
+    families, specs = pg.SETS["random"]
+    assert [seed for _, _, seed in specs] == list(pg.RANDOM_SEEDS) and len(specs) >= 10
+    for family, n, seed in specs:
+        assert (n, families[family]) == pg.random_settings(seed)  # the same draw every time
+        s = families[family]
+        assert 200 <= n <= 5000 and 0.05 <= s["aspect"] <= 20 and 0 <= s["pinwheel"] <= 1
+        assert s["lifetimes"] in LIFETIMES and s["draw"] in DRAWS
+        assert s["alignment"] in (1, 8, 64, 256, 4096) and s["cells_per_buffer"] in (2, 4, 16, 64, 256, 1024, 4096)
+    assert len({tuple(sorted(families[f].items())) for f, _, _ in specs}) == len(specs)  # no two alike
+    with pytest.raises(KeyError, match="no family 'nope'"):
+        pg.generator_args("nope", 10, 0)
