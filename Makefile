@@ -110,7 +110,7 @@ bench-peers-omnimalloc: $(PY)
 
 # opt-in: the same on 12 rectangle cuts whose generator settings are drawn at random from their seeds
 # (benchmarks/peers_generated.py --set random: 200-5,000 buffers, every argument of the generator
-# drawn over its range), against supermalloc and tabu search only, 20 s each (about 17 minutes);
+# drawn over its range), against supermalloc and tabu search only, 20 s each (about 10 minutes);
 # writes docs/results/peers_random.{json,md,png} and out/peers_random.json.
 bench-peers-random: $(PY)
 	$(PIP) -e ".[plot]"
