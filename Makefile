@@ -74,10 +74,14 @@ bench-generalise: $(PY)
 # on 16 rectangle-cut instances (optimum = LOAD, 250-5,000 buffers), 20 s each, the peers also at 1 and
 # 5 s (about 35 minutes); writes docs/results/peers_generated.{json,md,png} and out/peers_generated.json.
 PEERS_VENV ?= .venv-peers
-bench-peers: $(PY)
+# dsa's plotting extra, and omnimalloc in its own venv: the first lines of every bench-peers* recipe
+define peers-env
 	$(PIP) -e ".[plot]"
 	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
 	$(PEERS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check omnimalloc
+endef
+bench-peers: $(PY)
+	$(peers-env)
 	$(PY) benchmarks/peers_exact.py --peer-python $(PEERS_VENV)/bin/python --time-limit 20 --threads 2 \
 		--out docs/results/peers_exact_2threads
 	$(PY) benchmarks/peers_exact.py --peer-python $(PEERS_VENV)/bin/python --time-limit 20 --threads 8 \
@@ -85,40 +89,20 @@ bench-peers: $(PY)
 	$(PY) benchmarks/peers_generated.py --peer-python $(PEERS_VENV)/bin/python --time-limit 20 --threads 2 \
 		--out docs/results/peers_generated --summary out/peers_generated.json
 
-# opt-in: the same on 14 instances of thirteen other generator settings (benchmarks/peers_generated.py
-# --set other), against supermalloc and tabu search only, 20 s each (about 15 minutes); writes
-# docs/results/peers_other.{json,md,png} and out/peers_other.json.
-bench-peers-other: $(PY)
-	$(PIP) -e ".[plot]"
-	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
-	$(PEERS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check omnimalloc
-	$(PY) benchmarks/peers_generated.py --set other --peer-python $(PEERS_VENV)/bin/python --time-limit 20 \
-		--threads 2 --peers supermalloc tabu_search --peer-budgets --out docs/results/peers_other \
-		--summary out/peers_other.json
-
-# opt-in: the same on 12 instances drawn by omnimalloc's own generators of known optimum (guillotine
-# tilings and pinwheel tilings of 300-5,000 buffers, drawn in the peers' environment;
-# benchmarks/peers_generated.py --set omnimalloc), against supermalloc and tabu search only, 20 s each
-# (about 12 minutes); writes docs/results/peers_omnimalloc.{json,md,png} and out/peers_omnimalloc.json.
-bench-peers-omnimalloc: $(PY)
-	$(PIP) -e ".[plot]"
-	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
-	$(PEERS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check omnimalloc
-	$(PY) benchmarks/peers_generated.py --set omnimalloc --peer-python $(PEERS_VENV)/bin/python \
+# opt-in: the same on three other sets (benchmarks/peers_generated.py --set SET), against supermalloc
+# and tabu search only, 20 s each; each writes docs/results/peers_SET.{json,md,png} and
+# out/peers_SET.json:
+# - bench-peers-other: 14 instances of thirteen other generator settings (about 15 minutes);
+# - bench-peers-omnimalloc: 12 instances drawn by omnimalloc's own generators of known optimum
+#   (guillotine tilings and pinwheel tilings of 300-5,000 buffers, drawn in the peers' environment;
+#   about 12 minutes);
+# - bench-peers-random: 12 rectangle cuts whose generator settings are drawn at random from their
+#   seeds (200-5,000 buffers, every argument of the generator drawn over its range; about 10 minutes).
+bench-peers-other bench-peers-omnimalloc bench-peers-random: bench-peers-%: $(PY)
+	$(peers-env)
+	$(PY) benchmarks/peers_generated.py --set $* --peer-python $(PEERS_VENV)/bin/python \
 		--time-limit 20 --threads 2 --peers supermalloc tabu_search --peer-budgets \
-		--out docs/results/peers_omnimalloc --summary out/peers_omnimalloc.json
-
-# opt-in: the same on 12 rectangle cuts whose generator settings are drawn at random from their seeds
-# (benchmarks/peers_generated.py --set random: 200-5,000 buffers, every argument of the generator
-# drawn over its range), against supermalloc and tabu search only, 20 s each (about 10 minutes);
-# writes docs/results/peers_random.{json,md,png} and out/peers_random.json.
-bench-peers-random: $(PY)
-	$(PIP) -e ".[plot]"
-	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
-	$(PEERS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check omnimalloc
-	$(PY) benchmarks/peers_generated.py --set random --peer-python $(PEERS_VENV)/bin/python \
-		--time-limit 20 --threads 2 --peers supermalloc tabu_search --peer-budgets \
-		--out docs/results/peers_random --summary out/peers_random.json
+		--out docs/results/peers_$* --summary out/peers_$*.json
 
 # opt-in: exact against the mip strategy (HiGHS) on windows of 20-40 buffers of the challenging
 # instances, 20 s per window each (about 1 minute). Writes docs/results/exact_vs_mip.{json,md}.
