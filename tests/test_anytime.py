@@ -25,7 +25,9 @@ def test_large_instance_search_reports_the_limit_and_its_last_improvement(large,
     assert sol.peak <= sol.stats["portfolio_peak"]
     if sol.peak > load:  # no proof: the time limit ended the search (never a quiet early "feasible")
         assert sol.status is dsa.Status.LIMIT_REACHED
-    assert sol.stats["repair_windows"] > 0  # large: window repairs by the canonical search ran
+    assert sol.stats["dives"] >= sol.stats["dives_planned"] >= 0
+    assert sol.stats["dives"] > 0  # large: random dives of the canonical search ran
+    assert sol.stats["repair_windows"] > 0  # ... and window repairs by the canonical search
     assert sol.stats["last_improvement_s"] >= 0
     assert 0 <= sol.stats["last_improvement_fraction"] <= 1
 
@@ -69,15 +71,17 @@ def test_repair_windows_is_valid_and_never_worse(large):
     assert stats["improvements"][-1][1] == plan_peak(large, out)
 
 
-def test_repair_windows_keeps_fixed_rows():
-    p, offsets = rectangle_cut(1500, seed=2, return_plan=True)
+@pytest.mark.parametrize("search", ["repair_windows", "random_dives"])
+def test_searches_from_a_plan_keep_fixed_rows(search):
+    from dsa.strategies import _canonical_search, _local_search
+
+    improve = getattr(_local_search if search == "repair_windows" else _canonical_search, search)
+    p = rectangle_cut(1500, seed=2)
     start = dsa.solve(p, "best", improve=False).offsets
     fixed = np.full(len(p), -1, dtype=np.int64)
     fixed[::7] = start[::7]
     pf = dsa.Problem(p.starts, p.ends, p.sizes, fixed_offsets=fixed)
-    from dsa.strategies._local_search import repair_windows
-
-    out, _ = repair_windows(pf, start, time_limit=0.5, seed=0)
+    out, _ = improve(pf, start, time_limit=0.5, seed=0)
     dsa.validate(pf, out)
     assert np.array_equal(out[::7], start[::7]) and plan_peak(pf, out) <= plan_peak(pf, start)
 
@@ -121,3 +125,71 @@ def test_prepare_ranks_the_preorders_it_is_given_before_the_threads_start():
     fresh = canonical.CanonicalSearch(rectangle_cut(60, seed=1))
     with fresh.prepare(width=2):  # (by default, the canonical search's own)
         assert all(set(per.ranks) == set(canonical.HEURISTICS) for per in fresh.periods)
+
+
+def test_a_dive_ranks_the_buffers_by_its_key_as_the_named_preorder_does():
+    from dsa.strategies import _canonical_search as canonical
+
+    p = rectangle_cut(200, seed=3, pinwheel=0.4)
+    per = canonical.CanonicalSearch(p).periods[0]
+    load = dsa.load(p)
+    width = per.feats["W"].astype(float)
+    for cap in (int(load * 1.3), int(load * 1.1), load):
+        named = per.search(cap, 5000, "W")
+        keyed = per.dive(cap, 5000, width)
+        assert named[:2] == keyed[:2] and np.array_equal(named[2], keyed[2])
+    # the key decides the order: the shortest first plans otherwise
+    status, _, shortest = per.dive(int(load * 1.3), 5000, -width)
+    assert status == 0 and not np.array_equal(shortest, per.dive(int(load * 1.3), 5000, width)[2])
+
+
+def test_random_dives_are_valid_never_worse_and_log_each_lower_peak(large):
+    from dsa.strategies._canonical_search import random_dives
+
+    start = dsa.solve(large, "best", improve=False).offsets
+    seen = []
+    out, stats = random_dives(large, start, time_limit=1.0, seed=2, progress=lambda t, p: seen.append(p))
+    dsa.validate(large, out)
+    assert plan_peak(large, out) < plan_peak(large, start)  # (the portfolio's plan is far above LOAD)
+    assert stats["dives"] >= stats["planned"] >= 1
+    assert [p for _, p in stats["improvements"][1:]] == seen
+    assert stats["improvements"][0][1] == plan_peak(large, start)
+    assert stats["improvements"][-1][1] == plan_peak(large, out)
+
+
+def test_random_dives_do_nothing_at_the_bound():
+    from dsa.strategies._canonical_search import random_dives
+
+    p, plan = rectangle_cut(1500, seed=2, return_plan=True)  # (the generator's plan is at LOAD)
+    out, stats = random_dives(p, plan, time_limit=60.0, seed=0)
+    assert np.array_equal(out, plan) and stats["dives"] == 0 and len(stats["improvements"]) == 1
+
+
+def test_random_dives_stop_when_a_dive_completes_without_a_plan(large, monkeypatch):
+    # a complete search at one byte below the peak proves that no dive can plan there
+    from dsa.strategies import _canonical_search as canonical
+
+    calls = []
+
+    def exhausted(self, cap, node_limit, key):
+        calls.append(cap)
+        return 1, 10, np.zeros(len(self.rows), np.int64)
+
+    monkeypatch.setattr(canonical._Period, "dive", exhausted)
+    start = dsa.solve(large, "best", improve=False).offsets
+    out, stats = canonical.random_dives(large, start, time_limit=60.0, seed=0)
+    assert np.array_equal(out, start) and 1 <= stats["dives"] <= canonical.threads()
+    assert set(calls) == {plan_peak(large, start) - 1}
+
+
+def test_random_dives_leave_the_rest_of_the_time_once_they_stall(large, monkeypatch):
+    from dsa.strategies import _canonical_search as canonical
+
+    monkeypatch.setattr(canonical._Period, "dive", lambda self, cap, node_limit, key: (
+        2, node_limit, np.zeros(len(self.rows), np.int64)))  # every dive hits its node limit
+    monkeypatch.setattr(canonical, "DIVE_STALL_MIN_S", 0.05)
+    monkeypatch.setattr(canonical, "DIVE_STALL_SHARE", 0.0)
+    start = dsa.solve(large, "best", improve=False).offsets
+    out, stats = canonical.random_dives(large, start, time_limit=60.0, seed=0)
+    assert stats["stalled"] and stats["dives"] >= 1 and stats["planned"] == 0
+    assert np.array_equal(out, start)

@@ -32,7 +32,7 @@ from dsa.budget import max_threads
 from dsa.solution import plan_peak
 from dsa.sweep import sections
 
-__all__ = ["CanonicalSearch", "lower_peak", "feasible", "warm", "threads"]
+__all__ = ["CanonicalSearch", "lower_peak", "random_dives", "feasible", "warm", "threads"]
 
 # larger busy periods are left as they are. 10,000 rather than 2,000, with SCAN_ROWS: best at 20 s on
 # 9 pinwheel tilings of omnimalloc's of 2,001-5,001 buffers 1.2690 -> 1.2630 x LOAD (below supermalloc on
@@ -64,6 +64,13 @@ GROWTH = 3                 # the probe budget is multiplied by this after every 
 MISSES = 2                 # the walk of a round stops after this many capacities in a row hit the limit
 WALK = 1.0                 # nodes of a round's grid walk (per capacity, over the preorders) / budget
 MAX_RUNS = 64              # searches kept for resumption (the oldest are dropped beyond this)
+# random_dives: the spread of the perturbation of the duration preorder (log-normal). From best's plans
+# at 5 s, 15 s of dives on random605 (3,695 buffers): 0.05 -> 1.1740, 0.02 -> 1.1767, 0.3-1.0 (and
+# area or sections as the base order) -> no plan at all below the start
+DIVE_NOISE = 0.05
+DIVE_NODES = 4             # node limit of a random dive, per buffer of its period
+DIVE_STALL_SHARE = 0.25    # the dives stop after this share of their time without a lower peak ...
+DIVE_STALL_MIN_S = 1.0     # ... or this many seconds, if more
 # probes of one capacity with different preorders run this many at a time, in threads (the kernel
 # releases the GIL); None: the cores this process may use, at most len(HEURISTICS)
 THREADS: int | None = None
@@ -168,11 +175,9 @@ class _Period:
         int64 array of length 1, lets another thread end the call early (``stop[0] = 1``).
         Returns ``(status, nodes, offsets)``.
         """
-        from dsa._kernels.canonical import canonical_search, new_state
+        from dsa._kernels.canonical import new_state
 
         rank, keys, twins = self._order(heuristic)
-        if not SYMMETRY:
-            twins = np.full(len(self.rows), -1, np.int64)
         key = (int(cap), heuristic, id(self))
         run = runs.pop(key, None) if runs is not None else None  # put back last: recently used
         if run is not None:
@@ -183,12 +188,34 @@ class _Period:
             if runs is not None:
                 runs[key] = run
         state, out = run
+        return self._search(cap, node_limit, keys, heuristic.find("T"), twins, state, out, stop)
+
+    def dive(self, cap, node_limit, key):
+        """Search capacity ``cap`` for at most ``node_limit`` nodes with the preorder that ranks the
+        buffers by ``key`` (an array of floats, one per row of the period; larger first, ties by
+        row), from scratch and not kept. Returns ``(status, nodes, offsets)`` as :meth:`search`."""
+        from dsa._kernels.canonical import new_state
+
+        m = len(self.rows)
+        rank = np.empty(m, np.int64)
+        rank[np.lexsort((np.arange(m), -np.asarray(key, dtype=np.float64)))] = np.arange(m)
+        keys = np.ascontiguousarray((m - rank)[None, :], dtype=np.int64)  # (the same order, as keys)
+        twins = _twins(self.ident, rank, self.fx < 0, self.slo, self.shi, self.sz, self.al)
+        state = new_state(rank, len(self.sec_ptr) - 1, len(self.adj), RERANK)
+        return self._search(cap, node_limit, keys, -1, twins, state, np.zeros(m, np.int64), None)
+
+    def _search(self, cap, node_limit, keys, tpos, twins, state, out, stop):
+        """One call of the search kernel (see :meth:`search`)."""
+        from dsa._kernels.canonical import canonical_search
+
+        if not SYMMETRY:
+            twins = np.full(len(self.rows), -1, np.int64)
         if stop is None:
             stop = np.zeros(1, np.int64)
         status, nodes = canonical_search(self.sz, self.al, self.fx, self.slo, self.shi,
                                          self.adj_ptr, self.adj, self.sec_ptr, self.sec_buf,
                                          int(cap), int(node_limit), out, keys,
-                                         heuristic.find("T"), twins, RERANK, state, stop)
+                                         int(tpos), twins, RERANK, state, stop)
         return int(status), int(nodes), out
 
 
@@ -635,6 +662,130 @@ def lower_peak(problem, offsets, *, time_limit: float, node_limit: int | None = 
     """
     return CanonicalSearch(problem).lower_peak(offsets, time_limit=time_limit, node_limit=node_limit,
                                                progress=progress, heuristics=heuristics)
+
+
+def random_dives(problem, offsets, *, time_limit: float, seed=None, progress=None, search=None):
+    """Lower the peak of a plan by canonical dives under randomly perturbed preorders.
+
+    Each dive is a node-limited search (``DIVE_NODES`` nodes per buffer: a plan takes one node per
+    buffer, so little backtracking) of one busy period that reaches the incumbent's peak, at one byte
+    below that peak, with a preorder that ranks the buffers by their duration times
+    ``exp(DIVE_NOISE * z)``, ``z`` drawn from the standard normal for each buffer and each dive. A
+    dive that plans lowers that period; the peak falls once every period at it has been lowered.
+    Dives run side by side on :func:`threads` threads (the kernel releases the GIL), each with a
+    generator of its own, until the time limit, the lower bound, a dive that ends without a plan
+    (a complete search: that period cannot go lower), or ``DIVE_STALL_SHARE`` of the time limit (at
+    least ``DIVE_STALL_MIN_S``) without a lower peak, so that the caller's other searches get the
+    rest.
+
+    The dives do not start from the incumbent: they are restarts of a randomised constructive
+    search, GRASP-style (T. A. Feo and M. G. C. Resende, "Greedy randomized adaptive search
+    procedures", Journal of Global Optimization 6, 1995), with the canonical search of MiniMalloc
+    (Moffitt, ASPLOS 2023) as the constructive step, at a capacity the incumbent sets. On rectangle
+    cuts of thousands of buffers the deterministic preorders stall after a few seconds, while small
+    perturbations of the duration order (many durations are equal there, the rest close) keep
+    finding lower plans: from ``best``'s plans at 5 s, 15 s of dives on 6 such cuts of 1,500-4,000
+    buffers lowered all 6, by 0.3-1.8 % of LOAD (see ``DIVE_NOISE``).
+
+    Parameters
+    ----------
+    problem : Problem
+    offsets : array of int
+        A valid plan; the result is never worse.
+    time_limit : float
+        Seconds (checked between dives; one dive takes a few hundredths of a second at thousands of
+        buffers).
+    seed : int, optional
+        Seed of the perturbations (which thread plans first depends on timing, so the result can
+        change from run to run on several threads).
+    progress : callable, optional
+        Called as ``progress(seconds, peak)`` each time the peak falls.
+    search : CanonicalSearch, optional
+        The problem already cut into periods (default: a new one).
+
+    Returns
+    -------
+    (offsets, stats)
+        ``stats``: ``dives``, ``planned`` (dives that lowered a period), ``improvements`` (a list
+        of ``(seconds, peak)``, the first being the start) and ``stalled`` (True when the dives
+        stopped for want of progress).
+    """
+    import threading
+
+    from dsa.budget import check_seed
+
+    t0 = time.perf_counter()
+    deadline = t0 + float(time_limit)
+    search = CanonicalSearch(problem) if search is None else search
+    best = np.array(offsets, dtype=np.int64, copy=True)
+    zero = problem.sizes == 0
+    best[zero] = search.base[zero]
+    peak = plan_peak(problem, best)
+    stats = {"dives": 0, "planned": 0, "improvements": [(0.0, peak)], "stalled": False}
+    lb = lower_bound(problem)
+    if peak <= max(lb, search.stuck(best)) or not search.periods:
+        return best, stats
+    warm()
+    lock = threading.Lock()
+    # the incumbent's peak, when it last fell, and whether a dive proved that it cannot
+    state = {"peak": peak, "last": t0, "stop": False}
+    stall = max(DIVE_STALL_MIN_S, DIVE_STALL_SHARE * float(time_limit))
+    rate = [2e5]  # nodes per second, measured
+    highs = [plan_peak(problem, best, per.rows) for per in search.periods]
+
+    def work(rng):
+        while time.perf_counter() < deadline and not state["stop"]:
+            if time.perf_counter() - state["last"] > stall:
+                stats["stalled"] = True
+                return
+            with lock:
+                peak = state["peak"]
+                if peak <= lb:
+                    return
+                at = [j for j, per in enumerate(search.periods) if per.searchable and highs[j] >= peak]
+                if len(at) < sum(1 for h in highs if h >= peak):
+                    return  # a period too large to search sets the peak
+                j = at[int(rng.integers(len(at)))]
+                stats["dives"] += 1
+            per = search.periods[j]
+            key = per.feats["W"] * np.exp(DIVE_NOISE * rng.standard_normal(len(per.rows)))
+            # (a dive that would outlast the deadline at the measured node rate is cut to fit)
+            limit = min(DIVE_NODES * len(per.rows), int(max(deadline - time.perf_counter(), 0.0) * rate[0]))
+            if limit <= 0:
+                return
+            began = time.perf_counter()
+            status, nodes, out = per.dive(peak - 1, limit, key)
+            took = time.perf_counter() - began
+            if nodes >= 200 and took > 1e-3:
+                rate[0] = 0.5 * rate[0] + 0.5 * nodes / took
+            if status == 1:  # a complete search without a plan: no dive can lower this period
+                state["stop"] = True
+                return
+            if status != 0:
+                continue
+            with lock:
+                high = int((out + per.sz).max())
+                if high < highs[j]:
+                    best[per.rows] = out
+                    highs[j] = high
+                    stats["planned"] += 1
+                    new = max(highs)
+                    if new < state["peak"]:
+                        state["peak"] = new
+                        state["last"] = time.perf_counter()
+                        stats["improvements"].append((time.perf_counter() - t0, new))
+                        if progress is not None:
+                            progress(time.perf_counter() - t0, new)
+
+    gens = [np.random.default_rng(s) for s in np.random.SeedSequence(check_seed(seed)).spawn(threads())]
+    if len(gens) == 1:
+        work(gens[0])
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(gens), thread_name_prefix="dsa-dive") as pool:
+            list(pool.map(work, gens))
+    return best, stats
 
 
 def _lower_peak(search, offsets, *, time_limit: float, node_limit: int | None = None, progress=None,
