@@ -10,7 +10,9 @@ in time, with section inference, a dominance rule and dynamic decomposition prun
 race / result). :meth:`CanonicalSearch.lower_peak` (and :func:`lower_peak`) use it as an improvement
 heuristic: starting from a plan of peak ``U`` it probes
 capacities between the lower bound and ``U - 1`` with growing node limits, keeps the best plan found,
-and reports which capacities a *complete* search proved infeasible. numba cannot read the clock, so
+and reports which capacities a *complete* search proved infeasible. :func:`random_dives` restarts
+short searches one byte below the incumbent's peak, each under a randomly perturbed preorder, on
+problems where the fixed preorders stall. numba cannot read the clock, so
 the search runs in node-limited calls and the deadline is checked between calls; one call is sized
 from the measured node rate so that it ends near the deadline.
 

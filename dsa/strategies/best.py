@@ -11,10 +11,11 @@ threads (the placement kernel releases the GIL), with results taken in member or
 as a plan reaches the lower bound (LOAD), which proves it optimal.
 
 Phase 2, the improvement (within what remains of ``time_limit``): a MiniMalloc-style search over
-canonical plans (Moffitt, ASPLOS 2023), on large problems its dives restarted under randomly
-perturbed preorders (GRASP, Feo & Resende 1995), then restarted skyline dives (bottom-left fill with
-backtracking and Luby restarts, :mod:`dsa.strategies._skyline`), then a local search over greedy
-orders (squeaky wheel, Joslin & Clements 1999, under late acceptance, Burke & Bykov 2017), restarted
+canonical plans (Moffitt, ASPLOS 2023), then restarted skyline dives (bottom-left fill with
+backtracking and Luby restarts, :mod:`dsa.strategies._skyline`), on large problems then the
+canonical search's dives restarted under randomly perturbed preorders (GRASP, Feo & Resende 1995),
+then a local search over greedy orders (squeaky wheel, Joslin & Clements 1999, under late
+acceptance, Burke & Bykov 2017), restarted
 from the incumbent until the time limit; on large problems a large-neighbourhood search (Shaw, CP
 1998) whose repair step is the canonical search re-plans time windows around the peak instead. See
 :func:`_improve` and :func:`improve_plan`. It stops before the limit only at a proven bound.
@@ -300,13 +301,14 @@ SKYLINE_COLD_MIN_S = 5.0
 # 0.6 instead of 0.3: 1.0610, 1.0605); 6 cuts of 1,200-4,000 buffers at 20 s, window repairs until
 # the deadline against LOCAL_SHARE of it: 1.0824 -> 1.0810 (one instance lower, none higher)
 LOCAL_SHARE = 0.3
-# on problems of more than DIVE_MIN_ROWS movable rows, improve_plan starts with canonical dives under
-# randomly perturbed preorders (_canonical_search.random_dives) for this share of the time left (they
-# stop early once they stall). best at 20 s on 17 rectangle cuts of 1,500-5,000 buffers: seed 0, 11
-# lower (by up to 2.1 % of LOAD), 4 higher (up to 0.5 %), mean -0.53 % of LOAD; seed 1, 8 lower (up
-# to 1.8 %), 4 higher (up to 0.5 %: guillotine-heavy cuts, where the skyline search would have used
-# the time), mean -0.44 %. Seed 0 with all of the time left: 10 lower, 6 higher (up to 2.4 %),
-# -0.22 %; after the first skyline search instead of before it: -0.36 % (0.6) and -0.47 % (all)
+# on problems of more than DIVE_MIN_ROWS movable rows, after the first skyline search, improve_plan runs
+# canonical dives under randomly perturbed preorders (_canonical_search.random_dives) for this share of
+# the time left (they stop early once they stall). best at 20 s on 17 rectangle cuts of 1,500-5,000
+# buffers, seed 0, against no dives: -0.36 % of LOAD on average (9 lower, by up to 2.1 %, 2 higher);
+# with all of the time left -0.47 % (10 lower, 3 higher). Before the skyline search they did better
+# there (-0.53 % and -0.44 % on two seeds) but cost 2.7 % of LOAD on a nearly continuous cut
+# (continuous-1500-s14, 1.192 -> 1.219 on both seeds), where the skyline search is the one that gains;
+# after it, 1.192 and 1.180 there
 DIVE_SHARE = 0.6
 # on smaller problems the look at LOAD and the skyline search lose the time the dives take: on 6 cuts
 # of 250-700 buffers, 3 seeds, with dives from 0 rows: 6 runs lower, 3 higher, 9 level, mean -0.09 %
@@ -421,9 +423,9 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
 
     On problems of more than ``DIVE_MIN_ROWS`` (1,000) movable rows, under a deadline, canonical
     dives under randomly perturbed preorders
-    (:func:`dsa.strategies._canonical_search.random_dives`) come before all of this, for
-    ``DIVE_SHARE`` of the time left; they stop early once they stall (``stats["dives"]``,
-    ``stats["dives_planned"]``).
+    (:func:`dsa.strategies._canonical_search.random_dives`) run after the first skyline search (or
+    first, where it does not run) and before the turns, for ``DIVE_SHARE`` of the time left; they
+    stop early once they stall (``stats["dives"]``, ``stats["dives_planned"]``).
 
     So the budget is spent improving. Without a deadline
     (``budget.deadline`` None) the local search runs once, as ``search_orders`` does.
@@ -509,23 +511,24 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
             stats["skyline_probes"] += info["skyline_probes"]
         return min((new for new, _ in runs), key=lambda new: plan_peak(problem, new))
 
-    if budget.deadline is not None and movable > DIVE_MIN_ROWS and DIVE_SHARE > 0 and peak > target:
-        # on large problems canonical dives under perturbed preorders come first; they stop early
-        # when they stall, and the searches below get the rest
+    if skyline and peak > target and not budget.exhausted:
+        # restarted skyline dives below the incumbent (dsa.strategies._skyline) come first
+        stats.update(skyline_nodes=0, skyline_probes=0, skyline_restarts=0)
+        began = time.perf_counter()
+        new = skyline_run(0)
+        if plan_peak(problem, new) < peak:
+            out = new
+            peak = state["peak"] = plan_peak(problem, out)
+    if budget.deadline is not None and movable > DIVE_MIN_ROWS and DIVE_SHARE > 0 and peak > target \
+            and not budget.exhausted:
+        # on large problems canonical dives under perturbed preorders come next; they stop early
+        # when they stall, and the turns below get the rest
         from dsa.strategies._canonical_search import random_dives
 
         began = time.perf_counter()
         new, info = random_dives(problem, out, time_limit=budget.remaining() * DIVE_SHARE,
                                  seed=_derived_seed(seed, 7000), progress=progress)
         stats["dives"], stats["dives_planned"] = info["dives"], info["planned"]
-        if plan_peak(problem, new) < peak:
-            out = new
-            peak = state["peak"] = plan_peak(problem, out)
-    if skyline and peak > target and not budget.exhausted:
-        # restarted skyline dives below the incumbent (dsa.strategies._skyline) come next
-        stats.update(skyline_nodes=0, skyline_probes=0, skyline_restarts=0)
-        began = time.perf_counter()
-        new = skyline_run(0)
         if plan_peak(problem, new) < peak:
             out = new
             peak = state["peak"] = plan_peak(problem, out)
@@ -578,11 +581,11 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
        is set by a larger one. On problems of more than 1,000 rows it gets ``CANONICAL_SHARE`` of
        the time left, on smaller ones ``CANONICAL_SHARE_SMALL`` of it but at least
        ``CANONICAL_MIN_S`` seconds when the skyline search is to run (else all of it).
-    2. With time left, :func:`improve_plan`: on problems of more than 1,000 movable rows, canonical
-       dives under randomly perturbed preorders first (until they stall, at most ``DIVE_SHARE`` of
-       the time left); under a deadline the skyline search of
+    2. With time left, :func:`improve_plan`: under a deadline the skyline search of
        :mod:`dsa.strategies._skyline` (restarted bottom-left dives below the incumbent, and re-packs
-       of what lies above a random level of it) gets ``SKYLINE_SHARE`` of the time left; then a
+       of what lies above a random level of it) gets ``SKYLINE_SHARE`` of the time left; on
+       problems of more than 1,000 movable rows canonical dives under randomly perturbed preorders
+       come next (until they stall, at most ``DIVE_SHARE`` of the time left); then a
        local search over greedy orders (:mod:`dsa.strategies._local_search`: squeaky wheel moves
        under late acceptance; around the peak, a time window at a time, on large problems), on
        problems of more than 1,000 rows time windows around the peak re-planned by the canonical

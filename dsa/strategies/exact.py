@@ -62,8 +62,8 @@ them. In minimisation under a time limit (and no node limit), time that the cano
 (such a period sets the peak), and what is left after the canonical search had its share of it
 (``best.CANONICAL_SHARE`` on problems of more than ``best.LARGE_ROWS`` rows, ``CANONICAL_SHARE`` on
 smaller ones where the skyline search runs, see :func:`dsa.strategies.best.skyline_runs`), go to
-:func:`dsa.strategies.best.improve_plan` (on problems of more than ``best.LARGE_ROWS`` rows, canonical
-dives under randomly perturbed preorders first; the skyline search of :mod:`dsa.strategies._skyline`,
+:func:`dsa.strategies.best.improve_plan` (the skyline search of :mod:`dsa.strategies._skyline`, on
+problems of more than ``best.DIVE_MIN_ROWS`` rows canonical dives under randomly perturbed preorders,
 time windows around the peak re-planned by the canonical search, and the local search over greedy
 orders)
 until the limit: the call never returns early with the portfolio's plan.
