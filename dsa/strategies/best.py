@@ -304,9 +304,10 @@ LOCAL_SHARE = 0.3
 # on problems of more than DIVE_MIN_ROWS movable rows, after the first skyline search, improve_plan runs
 # canonical dives under randomly perturbed preorders (_canonical_search.random_dives) for this share of
 # the time left (they stop early once they stall). best at 20 s on 17 rectangle cuts of 1,500-5,000
-# buffers, seed 0, against no dives: -0.36 % of LOAD on average (9 lower, by up to 2.1 %, 2 higher);
-# with all of the time left -0.47 % (10 lower, 3 higher). Before the skyline search they did better
-# there (-0.53 % and -0.44 % on two seeds) but cost 2.7 % of LOAD on a nearly continuous cut
+# buffers, against no dives: seed 0 -0.36 % of LOAD on average (9 lower, by up to 2.1 %, 2 higher),
+# seed 1 -0.26 % (8 lower, by up to 1.9 %, 6 higher, by up to 0.7 %); seed 0 with all of the time
+# left -0.47 % (10 lower, 3 higher). Before the skyline search they did better there (-0.53 % and
+# -0.44 % on the two seeds) but cost 2.7 % of LOAD on a nearly continuous cut
 # (continuous-1500-s14, 1.192 -> 1.219 on both seeds), where the skyline search is the one that gains;
 # after it, 1.192 and 1.180 there
 DIVE_SHARE = 0.6
