@@ -195,3 +195,27 @@ def test_random_dives_leave_the_rest_of_the_time_once_they_stall(large, monkeypa
     out, stats = canonical.random_dives(large, start, time_limit=60.0, seed=0)
     assert stats["stalled"] and stats["dives"] >= 1 and stats["planned"] == 0
     assert np.array_equal(out, start)
+
+
+def test_twins_link_each_free_buffer_to_the_identical_free_one_ranked_just_before_it():
+    # (a plain definition; the search places twins in rank order, random dives rank every dive)
+    from dsa.strategies import _canonical_search as canonical
+
+    starts = np.repeat([0, 2, 5], 40)
+    fixed = np.full(120, -1, dtype=np.int64)
+    fixed[[0, 7]] = [0, 8]
+    p = dsa.Problem(starts, starts + np.repeat([3, 4, 2], 40), np.tile([8, 8, 16, 8], 30),
+                    fixed_offsets=fixed)
+    rng = np.random.default_rng(0)
+    for per in canonical.CanonicalSearch(p).periods:
+        m = len(per.rows)
+        kind = list(zip(per.slo, per.shi, per.sz, per.al))
+        free = per.fx < 0
+        for _ in range(5):
+            rank = rng.permutation(m).astype(np.int64)
+            twins = canonical._twins(per.ident, rank, free, per.slo, per.shi, per.sz, per.al)
+            for b in range(m):
+                before = [a for a in range(m) if free[a] and free[b] and kind[a] == kind[b]
+                          and rank[a] < rank[b]]
+                assert twins[b] == (max(before, key=lambda a: rank[a]) if before else -1)
+            assert (twins >= 0).sum() > 0

@@ -239,22 +239,24 @@ def warm() -> None:
 
 
 def _twins(ident, rank, free, slo, shi, sz, al):
-    """For each free buffer, the identical free buffer of next lower rank (-1: none)."""
+    """For each free buffer, the identical free buffer of next lower rank (-1: none).
+
+    ``ident`` orders the buffers so that identical ones (same sections, size and alignment) are
+    adjacent; O(m log m), in numpy (random dives rank every dive afresh)."""
     m = len(rank)
     twin = np.full(m, -1, np.int64)
-    i = 0
-    while i < m:
-        j = i
-        a = ident[i]
-        while j + 1 < m and (slo[ident[j + 1]] == slo[a] and shi[ident[j + 1]] == shi[a]
-                             and sz[ident[j + 1]] == sz[a] and al[ident[j + 1]] == al[a]):
-            j += 1
-        group = [b for b in ident[i:j + 1] if free[b]]
-        if len(group) > 1:
-            group.sort(key=lambda b: rank[b])
-            for x, y in zip(group[:-1], group[1:]):
-                twin[y] = x
-        i = j + 1
+    if m < 2:
+        return twin
+    a = np.asarray(ident)
+    new = np.ones(m, bool)  # where a group of identical buffers starts, in ``ident`` order
+    new[1:] = ((slo[a[1:]] != slo[a[:-1]]) | (shi[a[1:]] != shi[a[:-1]]) | (sz[a[1:]] != sz[a[:-1]])
+               | (al[a[1:]] != al[a[:-1]]))
+    group = np.empty(m, np.int64)
+    group[a] = np.cumsum(new)
+    rows = np.flatnonzero(free)
+    order = rows[np.lexsort((rank[rows], group[rows]))]  # free buffers by group, then rank
+    same = group[order[1:]] == group[order[:-1]]
+    twin[order[1:][same]] = order[:-1][same]
     return twin
 
 
