@@ -467,6 +467,19 @@ class CanonicalSearch:
                            progress=progress, heuristics=tuple(heuristics))
 
 
+def _fit(limit, deadline, rate):
+    """``limit`` nodes, cut to what the node rate ``rate[0]`` (nodes per second) allows before
+    ``deadline``: a node-limited call sized so that it ends near the deadline."""
+    return min(limit, int(max(deadline - time.perf_counter(), 0.0) * rate[0]))
+
+
+def _learn(rate, nodes, seconds):
+    """Fold a call of ``nodes`` nodes that took ``seconds`` into the node rate ``rate[0]`` (calls too
+    short to time are left out)."""
+    if nodes >= 200 and seconds > 1e-3:
+        rate[0] = 0.5 * rate[0] + 0.5 * nodes / seconds
+
+
 def _decide(search, cap, node_limit, periods, heuristics=HEURISTICS, deadline=None, rate=None):
     """Round-robin search of capacity ``cap`` over ``periods`` (indices into search.periods).
 
@@ -491,8 +504,7 @@ def _decide(search, cap, node_limit, periods, heuristics=HEURISTICS, deadline=No
                 if node_limit is not None:
                     lim = min(lim, node_limit - nodes)
                 if deadline is not None and rate is not None:
-                    left = deadline - time.perf_counter()
-                    lim = min(lim, int(max(left, 0.0) * rate[0]))
+                    lim = _fit(lim, deadline, rate)
                 if lim <= 0:
                     return "limit", plans, nodes
                 t = time.perf_counter()
@@ -561,9 +573,7 @@ def _probe(search, problem, best, cap, budget, heuristic, deadline, rate, runs=N
             continue
         if not per.searchable:
             return "limit", plans, nodes
-        lim = budget
-        if deadline is not None:
-            lim = min(lim, int(max(deadline - time.perf_counter(), 0.0) * rate[0]))
+        lim = budget if deadline is None else _fit(budget, deadline, rate)
         if lim <= 0:
             return "limit", plans, nodes
         t = time.perf_counter()
@@ -572,8 +582,7 @@ def _probe(search, problem, best, cap, budget, heuristic, deadline, rate, runs=N
         nodes += used
         if stop is not None and stop[0] and status == 2:
             return "limit", plans, nodes
-        if used >= 200 and dt > 1e-3:
-            rate[0] = 0.5 * rate[0] + 0.5 * used / dt
+        _learn(rate, used, dt)
         if status == 1:
             return "infeasible", plans, nodes
         if status == 2:
@@ -754,14 +763,12 @@ def random_dives(problem, offsets, *, time_limit: float, seed=None, progress=Non
             per = search.periods[j]
             key = per.feats["W"] * np.exp(DIVE_NOISE * rng.standard_normal(len(per.rows)))
             # (a dive that would outlast the deadline at the measured node rate is cut to fit)
-            limit = min(DIVE_NODES * len(per.rows), int(max(deadline - time.perf_counter(), 0.0) * rate[0]))
+            limit = _fit(DIVE_NODES * len(per.rows), deadline, rate)
             if limit <= 0:
                 return
             began = time.perf_counter()
             status, nodes, out = per.dive(peak - 1, limit, key)
-            took = time.perf_counter() - began
-            if nodes >= 200 and took > 1e-3:
-                rate[0] = 0.5 * rate[0] + 0.5 * nodes / took
+            _learn(rate, nodes, time.perf_counter() - began)
             if status == 1:  # a complete search without a plan: no dive can lower this period
                 state["stop"] = True
                 return
