@@ -512,7 +512,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
             stats["skyline_probes"] += info["skyline_probes"]
         return min((new for new, _ in runs), key=lambda new: plan_peak(problem, new))
 
-    if skyline and peak > target and not budget.exhausted:
+    if skyline:
         # restarted skyline dives below the incumbent (dsa.strategies._skyline) come first
         stats.update(skyline_nodes=0, skyline_probes=0, skyline_restarts=0)
         began = time.perf_counter()
