@@ -720,8 +720,10 @@ def random_dives(problem, offsets, *, time_limit: float, seed=None, progress=Non
     -------
     (offsets, stats)
         ``stats``: ``dives``, ``planned`` (dives that lowered a period), ``improvements`` (a list
-        of ``(seconds, peak)``, the first being the start) and ``stalled`` (True when the dives
-        stopped for want of progress).
+        of ``(seconds, peak)``, the first being the start), ``stalled`` (True when the dives
+        stopped for want of progress) and ``blocked`` (True when no dive can lower the peak: a
+        busy period too large to search reaches it, or a complete search proved that one cannot go
+        below it).
     """
     import threading
 
@@ -734,9 +736,12 @@ def random_dives(problem, offsets, *, time_limit: float, seed=None, progress=Non
     zero = problem.sizes == 0
     best[zero] = search.base[zero]
     peak = plan_peak(problem, best)
-    stats = {"dives": 0, "planned": 0, "improvements": [(0.0, peak)], "stalled": False}
+    stats = {"dives": 0, "planned": 0, "improvements": [(0.0, peak)], "stalled": False, "blocked": False}
     lb = lower_bound(problem)
-    if peak <= max(lb, search.stuck(best)) or not search.periods:
+    if peak <= lb:
+        return best, stats
+    if peak <= search.stuck(best) or not search.periods:
+        stats["blocked"] = True
         return best, stats
     warm()
     lock = threading.Lock()
@@ -757,7 +762,8 @@ def random_dives(problem, offsets, *, time_limit: float, seed=None, progress=Non
                     return
                 at = [j for j, per in enumerate(search.periods) if per.searchable and highs[j] >= peak]
                 if len(at) < sum(1 for h in highs if h >= peak):
-                    return  # a period too large to search sets the peak
+                    stats["blocked"] = True  # a period too large to search sets the peak
+                    return
                 j = at[int(rng.integers(len(at)))]
                 stats["dives"] += 1
             per = search.periods[j]
@@ -770,7 +776,7 @@ def random_dives(problem, offsets, *, time_limit: float, seed=None, progress=Non
             status, nodes, out = per.dive(peak - 1, limit, key)
             _learn(rate, nodes, time.perf_counter() - began)
             if status == 1:  # a complete search without a plan: no dive can lower this period
-                state["stop"] = True
+                state["stop"] = stats["blocked"] = True
                 return
             if status != 0:
                 continue

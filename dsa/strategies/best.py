@@ -16,8 +16,9 @@ backtracking and Luby restarts, :mod:`dsa.strategies._skyline`), on large proble
 canonical search's dives restarted under randomly perturbed preorders (GRASP, Feo & Resende 1995),
 then a local search over greedy orders (squeaky wheel, Joslin & Clements 1999, under late
 acceptance, Burke & Bykov 2017), restarted
-from the incumbent until the time limit; on large problems a large-neighbourhood search (Shaw, CP
-1998) whose repair step is the canonical search re-plans time windows around the peak instead. See
+from the incumbent until the time limit; on large problems the random dives again, in turns with
+the skyline search, or where they cannot run a large-neighbourhood search (Shaw, CP 1998) whose
+repair step is the canonical search re-plans time windows around the peak instead. See
 :func:`_improve` and :func:`improve_plan`. It stops before the limit only at a proven bound.
 
 Greedy by size alone misses LOAD on traces where two large buffers that never meet are stacked at
@@ -309,8 +310,13 @@ LOCAL_SHARE = 0.3
 # left -0.47 % (10 lower, 3 higher). Before the skyline search they did better there (-0.53 % and
 # -0.44 % on the two seeds) but cost 2.7 % of LOAD on a nearly continuous cut
 # (continuous-1500-s14, 1.192 -> 1.219 on both seeds), where the skyline search is the one that gains;
-# after it, 1.192 and 1.180 there
-DIVE_SHARE = 0.6
+# after it, 1.192 and 1.180 there. With 0.6, the turns after the dives (window repairs and the
+# skyline search again) lowered the peak in 1 of 15 cuts of 1,500-5,000 buffers at 20 s, while
+# dives from the same plans went on finding lower ones until the end: all of the time left (until
+# they stall), and the dives again in place of the window repairs in the turns, gave 1,500-5,000
+# buffers, 15 cuts, best at 20 s, 3 seeds: -0.19 %, -0.32 % and -0.10 % of LOAD on average, 27 of 45
+# runs lower (by up to 1.3 %), 1 higher (0.15 %)
+DIVE_SHARE = 1.0
 # on smaller problems the look at LOAD and the skyline search lose the time the dives take: on 6 cuts
 # of 250-700 buffers, 3 seeds, with dives from 0 rows: 6 runs lower, 3 higher, 9 level, mean -0.09 %
 DIVE_MIN_ROWS = LARGE_ROWS
@@ -415,6 +421,8 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
       another size, ``RESTART_WINDOWS``), or, on problems of more than 1,000 movable rows, a
       large-neighbourhood search whose repair step is the canonical search
       (:func:`dsa.strategies._local_search.repair_windows`, ``REPAIR_SHARE`` of the time left);
+      where the skyline search ran, the random dives below take these turns on such problems
+      instead, while they can lower the peak (no busy period at it is too large for them);
     - odd turns, where the skyline search ran: the skyline search again, from the incumbent with a
       new seed (every other time with time reversed, ``REVERSE_AGAIN``), while
       ``SKYLINE_AGAIN_MIN_S`` is left, and the even turns between two of them get
@@ -426,7 +434,8 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
     dives under randomly perturbed preorders
     (:func:`dsa.strategies._canonical_search.random_dives`) run after the first skyline search (or
     first, where it does not run) and before the turns, for ``DIVE_SHARE`` of the time left; they
-    stop early once they stall (``stats["dives"]``, ``stats["dives_planned"]``).
+    stop early once they stall, and run again in the even turns (``stats["dives"]``,
+    ``stats["dives_planned"]``, summed over their runs).
 
     So the budget is spent improving. Without a deadline
     (``budget.deadline`` None) the local search runs once, as ``search_orders`` does.
@@ -520,16 +529,24 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
         if plan_peak(problem, new) < peak:
             out = new
             peak = state["peak"] = plan_peak(problem, out)
-    if budget.deadline is not None and movable > DIVE_MIN_ROWS and DIVE_SHARE > 0 and peak > target \
-            and not budget.exhausted:
-        # on large problems canonical dives under perturbed preorders come next; they stop early
-        # when they stall, and the turns below get the rest
+    # on large problems, canonical dives under perturbed preorders (while none has shown that they
+    # cannot lower the peak: dives["on"])
+    dives = {"on": budget.deadline is not None and movable > DIVE_MIN_ROWS and DIVE_SHARE > 0}
+
+    def dive_run(k, share):
         from dsa.strategies._canonical_search import random_dives
 
+        new, info = random_dives(problem, out, time_limit=budget.remaining() * share,
+                                 seed=_derived_seed(seed, 7000 + k), progress=progress)
+        stats["dives"] = stats.get("dives", 0) + info["dives"]
+        stats["dives_planned"] = stats.get("dives_planned", 0) + info["planned"]
+        dives["on"] = not info["blocked"]
+        return new
+
+    if dives["on"] and peak > target and not budget.exhausted:
+        # they come next; they stop early when they stall, and the turns below get the rest
         began = time.perf_counter()
-        new, info = random_dives(problem, out, time_limit=budget.remaining() * DIVE_SHARE,
-                                 seed=_derived_seed(seed, 7000), progress=progress)
-        stats["dives"], stats["dives_planned"] = info["dives"], info["planned"]
+        new = dive_run(0, DIVE_SHARE)
         if plan_peak(problem, new) < peak:
             out = new
             peak = state["peak"] = plan_peak(problem, out)
@@ -543,6 +560,8 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
             stats["skyline_restarts"] += 1
             # every other restart with time reversed (another neighbourhood of the same plan)
             new = skyline_run(turn, reverse=REVERSE_AGAIN and stats["skyline_restarts"] % 2 == 1)
+        elif large and skyline and dives["on"] and (turn % 2 == 0 or again):
+            new = dive_run(1 + turn, LOCAL_SHARE)  # (in turns with the skyline search, the dives again)
         elif large and (turn % 2 == 0 or again):
             share = LOCAL_SHARE if skyline else REPAIR_SHARE
             new, info = repair_windows(problem, out, time_limit=budget.remaining() * share,
@@ -589,8 +608,9 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
        come next (until they stall, at most ``DIVE_SHARE`` of the time left); then a
        local search over greedy orders (:mod:`dsa.strategies._local_search`: squeaky wheel moves
        under late acceptance; around the peak, a time window at a time, on large problems), on
-       problems of more than 1,000 rows time windows around the peak re-planned by the canonical
-       search instead, each restarted from the incumbent until the time limit, in turns with the
+       problems of more than 1,000 rows the random dives again (time windows around the peak
+       re-planned by the canonical search where they cannot lower the peak or the skyline search
+       does not run), each restarted from the incumbent until the time limit, in turns with the
        skyline search again from the incumbent (see :func:`improve_plan`).
 
     Returns ``(offsets, proven_bound, stats)``; ``stats["improvements"]`` lists ``(seconds since t0,

@@ -86,7 +86,7 @@ __all__ = ["solve", "conflict_filter"]
 BUDGET0_PER_BUFFER = 2   # first round: this many nodes per buffer of the largest period, per probe
 GROWTH = 2               # the node budget per probe is multiplied by this after every round
 # under a time limit (and no node limit), the share of the time left that the canonical search's
-# lower_peak gets in minimisation; best.improve_plan (skyline search, window repairs, local search)
+# lower_peak gets in minimisation; best.improve_plan (skyline search, random dives, local search)
 # gets the rest unless the search proved the plan optimal (rectangle cuts, where the optimum is LOAD:
 # the skyline search reaches plans the canonical search does not). Where the skyline search runs:
 # with the whole time for the canonical search on problems of up to 1,000 rows, 6 rectangle cuts of
@@ -341,7 +341,7 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
             and state["lo"] < state["peak"]):
         # time left and no proof: the canonical search had its share (CANONICAL_SHARE, or best's on
         # large problems), or cannot lower the peak (a busy period too large to search sets it), so
-        # best's improvement phase (skyline search, window repairs, local search) spends the rest
+        # best's improvement phase (skyline search, random dives, local search) spends the rest
         def improved(seconds, new_peak):
             state["found_s"] = seconds
             log.line(stats["nodes"], new_peak, state["lo"], "plan found by the improvement phase",
