@@ -128,6 +128,8 @@ def test_improve_plan_runs_the_skyline_search_again_once_it_stalls(n, monkeypatc
     monkeypatch.setattr(best_module, "SKYLINE_SHARE", 0.3)
     monkeypatch.setattr(best_module, "SKYLINE_AGAIN_MIN_S", 0.1)
     monkeypatch.setattr(best_module, "SKYLINE_THREADS", 1)  # (one search per turn: see the next test)
+    monkeypatch.setattr(best_module, "DIVE_SHARE", 0.3)  # (on 1,100 rows: dives that keep finding plans
+    # from so bad a start would keep the whole time, as they should)
     reverses = []
     search = sky.skyline_search
 
