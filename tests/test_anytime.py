@@ -197,8 +197,8 @@ def test_random_dives_leave_the_rest_of_the_time_once_they_stall(large, monkeypa
 
 
 def _turns(monkeypatch, large, blocked):
-    """The searches improve_plan runs on a large problem, in order, with every search replaced by a
-    stand-in that takes 0.02 s and lowers nothing (random dives that report ``blocked``)."""
+    """The searches improve_plan runs on a large problem, in order, each replaced by a stand-in that
+    takes 0.02 s and lowers nothing (the random dives' stand-in reports ``blocked`` as given)."""
     import time
 
     from dsa.strategies import _canonical_search, _local_search, _skyline
@@ -214,6 +214,7 @@ def _turns(monkeypatch, large, blocked):
 
     monkeypatch.setattr(best_module, "skyline_runs", lambda problem, seconds: True)
     monkeypatch.setattr(best_module, "SKYLINE_THREADS", 1)
+    monkeypatch.setattr(best_module, "SKYLINE_AGAIN_MIN_S", 0.01)  # (restarts until the end of 0.6 s)
     monkeypatch.setattr(_skyline, "skyline_search", stand_in("skyline", {"skyline_nodes": 0, "skyline_probes": 0}))
     monkeypatch.setattr(_canonical_search, "random_dives", stand_in("dives", {"dives": 1, "planned": 0,
                                                                              "blocked": blocked}))
