@@ -196,9 +196,11 @@ def test_random_dives_leave_the_rest_of_the_time_once_they_stall(large, monkeypa
     assert np.array_equal(out, start)
 
 
-def _turns(monkeypatch, large, blocked):
+def _turns(monkeypatch, large, blocked, search=None, cuts=None):
     """The searches improve_plan runs on a large problem, in order, each replaced by a stand-in that
-    takes 0.02 s and lowers nothing (the random dives' stand-in reports ``blocked`` as given)."""
+    takes 0.02 s and lowers nothing (the random dives' stand-in reports ``blocked`` as given).
+    ``search`` is passed on to improve_plan; ``cuts``, a list, gets the busy periods each run of the
+    dives was given."""
     import time
 
     from dsa.strategies import _canonical_search, _local_search, _skyline
@@ -208,6 +210,8 @@ def _turns(monkeypatch, large, blocked):
     def stand_in(name, info):
         def run(problem, offsets, **kw):
             calls.append(name)
+            if cuts is not None and name == "dives":
+                cuts.append(kw["search"])
             time.sleep(0.02)
             return np.array(offsets), dict(info)
         return run
@@ -220,7 +224,7 @@ def _turns(monkeypatch, large, blocked):
                                                                              "blocked": blocked}))
     monkeypatch.setattr(_local_search, "repair_windows", stand_in("repair", {"windows": 1, "repaired": 0}))
     start = dsa.solve(large, "best", improve=False).offsets
-    out, stats = best_module.improve_plan(large, start, dsa.load(large), Budget(0.6), 0)
+    out, stats = best_module.improve_plan(large, start, dsa.load(large), Budget(0.6), 0, search=search)
     assert np.array_equal(out, start)
     return calls, stats
 
@@ -236,6 +240,35 @@ def test_window_repairs_take_the_dives_turns_once_the_dives_cannot_lower_the_pea
     calls, stats = _turns(monkeypatch, large, blocked=True)
     assert calls[:5] == ["skyline", "dives", "repair", "skyline", "repair"] and calls.count("dives") == 1
     assert stats["repair_windows"] == calls.count("repair")
+
+
+def test_the_dives_cut_the_problem_into_busy_periods_once_or_take_the_callers_cut(large, monkeypatch):
+    from dsa.strategies._canonical_search import CanonicalSearch
+
+    cuts = []
+    calls, _ = _turns(monkeypatch, large, blocked=False, cuts=cuts)
+    assert len(cuts) == calls.count("dives") >= 2 and all(c is cuts[0] for c in cuts)
+    assert isinstance(cuts[0], CanonicalSearch) and cuts[0].problem is large
+    given, cuts = CanonicalSearch(large), []
+    _turns(monkeypatch, large, blocked=False, search=given, cuts=cuts)
+    assert cuts and all(c is given for c in cuts)
+
+
+@pytest.mark.parametrize("strategy", ["best", "exact"])
+def test_best_and_exact_hand_their_canonical_search_to_the_improvement_phase(large, monkeypatch, strategy):
+    from dsa.strategies._canonical_search import CanonicalSearch
+
+    given = []
+    real = best_module.improve_plan
+
+    def spy(*args, search=None, **kwargs):
+        given.append(search)
+        return real(*args, search=search, **kwargs)
+
+    monkeypatch.setattr(best_module, "improve_plan", spy)
+    sol = dsa.solve(large, strategy, time_limit=1.0)
+    dsa.validate(large, sol)
+    assert len(given) == 1 and isinstance(given[0], CanonicalSearch) and given[0].problem is large
 
 
 def test_random_dives_report_a_period_they_cannot_search(large, monkeypatch):

@@ -404,7 +404,7 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
     return out
 
 
-def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
+def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, search=None):
     """Run the local search over greedy orders until the budget ends or the plan reaches ``target``.
 
     Under a deadline, on problems without fixed offsets, the skyline search of
@@ -453,6 +453,9 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
         ``time.perf_counter()`` at the start of the call: improvement times are counted from it.
     log : callable, optional
         Called as ``log(seconds, peak)`` at each lower peak.
+    search : dsa.strategies._canonical_search.CanonicalSearch, optional
+        The problem already cut into busy periods (the caller's canonical search), for the random
+        dives; default: cut here, once, if they run.
 
     Returns
     -------
@@ -531,12 +534,13 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None):
             peak = state["peak"] = plan_peak(problem, out)
     # on large problems, canonical dives under perturbed preorders (while none has shown that they
     # cannot lower the peak: dives["on"])
-    dives = {"on": budget.deadline is not None and movable > DIVE_MIN_ROWS and DIVE_SHARE > 0}
+    dives = {"on": budget.deadline is not None and movable > DIVE_MIN_ROWS and DIVE_SHARE > 0,
+             "search": search}
 
     def dive_run(k, share):
         from dsa.strategies._canonical_search import CanonicalSearch, random_dives
 
-        if "search" not in dives:  # (the problem cut into busy periods, once: 0.1-0.2 s at 5,000 rows)
+        if dives["search"] is None:  # (the problem cut into busy periods, once: 0.1-0.2 s at 5,000 rows)
             dives["search"] = CanonicalSearch(problem)
         new, info = random_dives(problem, out, time_limit=budget.remaining() * share,
                                  seed=_derived_seed(seed, 7000 + k), progress=progress,
@@ -619,7 +623,7 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
     Returns ``(offsets, proven_bound, stats)``; ``stats["improvements"]`` lists ``(seconds since t0,
     peak)`` of each lower plan.
     """
-    from dsa.strategies._canonical_search import lower_peak
+    from dsa.strategies._canonical_search import CanonicalSearch
 
     improvements = []
     start_peak = plan_peak(problem, offsets)
@@ -644,7 +648,8 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
             left *= CANONICAL_SHARE
         elif skyline_runs(problem, left):  # (the share left over is the skyline search's)
             left = max(left * CANONICAL_SHARE_SMALL, min(left, CANONICAL_MIN_S))
-    out, info = lower_peak(problem, offsets, time_limit=left, progress=progress)
+    search = CanonicalSearch(problem)  # (the random dives of improve_plan use its busy periods too)
+    out, info = search.lower_peak(offsets, time_limit=left, progress=progress)
     proven = int(info["proven_lower_bound"])
     stats = {"nodes": info["nodes"], "search_probes": len(info["probes"]),
              "search_s": info["time"]}
@@ -652,7 +657,8 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
     if plan_peak(problem, out) > start_peak:  # (never: lower_peak keeps the incumbent)
         out = offsets
     if plan_peak(problem, out) > max(bound, proven) and not budget.exhausted:
-        out, info = improve_plan(problem, out, max(bound, proven), budget, seed, t0=t0, log=log)
+        out, info = improve_plan(problem, out, max(bound, proven), budget, seed, t0=t0, log=log,
+                                 search=search)
         improvements += info.pop("improvements")
         stats.update(info)
     stats["improvements"] = improvements

@@ -349,7 +349,7 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
 
         out, info = best.improve_plan(problem, state["offsets"], state["lo"], budget,
                                       0 if seed is None else seed, t0=t0,
-                                      log=improved)
+                                      log=improved, search=search)
         if plan_peak(problem, out) < state["peak"]:
             state["offsets"], state["peak"] = out, plan_peak(problem, out)
         info.pop("improvements")
