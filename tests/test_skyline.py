@@ -394,6 +394,38 @@ def test_mirrored_re_packs_and_perfect_bottoms_give_valid_lower_plans(monkeypatc
     assert search.peak < plan_peak(p, bad)
 
 
+def test_a_bottom_with_no_waste_is_the_largest_of_its_dives(monkeypatch):
+    # PERFECT_TRIES dives at the bound, none of which plans (on a cut this large they rarely do):
+    # the re-packs above start from the state of the one that covered the most bytes x time
+    p = rectangle_cut(800, seed=3, pinwheel=0.5)
+    search = sky._Search(p, _stacked(p), 3, None)
+    monkeypatch.setattr(sky, "PERFECT_TRIES", 5)
+    monkeypatch.setattr(sky, "EXTEND_SHARE", 0.0)  # (from nothing, not from the incumbent's bottom)
+    at_bound, kept = [], []
+    dive, set_keep = search.sky.dive, search.sky.set_keep
+
+    def spy_dive(cap, node_limit, noise):
+        status = dive(cap, node_limit, noise)
+        if cap == search.bound:
+            at_bound.append((status, float(search.area[search.sky.placed].sum())))
+        return status
+
+    def spy_keep(offsets, keep, above=None):
+        if keep is not None:  # (None: the floor cleared before the dives at the bound)
+            kept.append(np.asarray(keep).copy())
+        return set_keep(offsets, keep, above)
+
+    monkeypatch.setattr(search.sky, "dive", spy_dive)
+    monkeypatch.setattr(search.sky, "set_keep", spy_keep)
+    before = search.peak
+    search._perfect_bottom(float("inf"))
+    statuses, areas = zip(*at_bound)
+    assert len(at_bound) == 5 and 1 not in statuses and len(set(areas)) > 1
+    assert kept and float(search.area[kept[0]].sum()) == max(areas)
+    dsa.validate(p, search.best)
+    assert search.peak <= before and plan_peak(p, search.best) == search.peak
+
+
 def test_mirrored_re_packs_are_off_with_alignments():
     p = dsa.Problem([0, 0, 1], [2, 2, 3], [64, 32, 64], alignments=[64, 32, 1])
     assert not sky._Search(p, dsa.solve(p, "bump").offsets, 0, None).mirrorable
