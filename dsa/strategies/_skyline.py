@@ -589,12 +589,13 @@ class _Search:
         return int(levels[lo - 1]) if lo > 0 else 0
 
     def _perfect_bottom(self, deadline) -> bool:
-        """Dives at the lower bound, where no byte may be wasted, keep the buffers one of them placed (a
-        bottom with no waste in it) and dive again above them, at capacities below the incumbent's
+        """Dives at the lower bound, where no byte may be wasted, keep the buffers one of them placed
+        (a bottom with no waste in it) and dive again above them, at capacities below the incumbent's
         peak, where waste is allowed; returns whether the peak fell. Of ``PERFECT_TRIES`` dives at
-        the bound, the bottom is that of the one that covered the most bytes x time. Half the time the dive starts
-        from the incumbent's own bottom with no waste, and a plan at the same peak whose bottom with
-        no waste is higher replaces the incumbent."""
+        the bound (fewer where the deadline comes first), the bottom is that of the one that covered
+        the most bytes x time. Half the time the dives start from the incumbent's own bottom with no
+        waste, and a plan at the same peak whose bottom with no waste is higher replaces the
+        incumbent."""
         sky, problem = self.sky, self.problem
         extend = self.rng.random() < EXTEND_SHARE
         if extend:
@@ -607,7 +608,7 @@ class _Search:
             sky.set_floor(None)
         bottom = kept = None
         most = -1
-        for _ in range(PERFECT_TRIES):
+        for _ in range(max(1, PERFECT_TRIES)):
             status = sky.dive(self.bound, PERFECT_NODES * len(sky.rows) + 16, NOISE)
             if status == 1:  # a plan at the bound itself
                 self.best = sky.plan()
