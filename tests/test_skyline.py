@@ -36,6 +36,7 @@ def test_improves_a_bad_plan_and_is_always_valid(seed, pinwheel):
     assert plan_peak(p, out) < plan_peak(p, bad)
     assert seen == sorted(seen, reverse=True) and seen[-1] == plan_peak(p, out)
     assert stats["skyline_probes"] > 0 and stats["skyline_nodes"] > 0
+    assert 0.0 <= stats["skyline_bottom_share"] <= 1.0
 
 
 def test_every_plan_a_dive_finds_is_valid_and_within_the_capacity():
@@ -401,6 +402,7 @@ def test_a_bottom_with_no_waste_is_the_largest_of_its_dives(monkeypatch):
     search = sky._Search(p, _stacked(p), 3, None)
     monkeypatch.setattr(sky, "PERFECT_TRIES", 5)
     monkeypatch.setattr(sky, "EXTEND_SHARE", 0.0)  # (from nothing, not from the incumbent's bottom)
+    monkeypatch.setattr(sky, "CLIMB", False)  # (each dive from nothing: see the climb's tests below)
     at_bound, kept = [], []
     dive, set_keep = search.sky.dive, search.sky.set_keep
 
@@ -424,6 +426,97 @@ def test_a_bottom_with_no_waste_is_the_largest_of_its_dives(monkeypatch):
     assert kept and float(search.area[kept[0]].sum()) == max(areas)
     dsa.validate(p, search.best)
     assert search.peak <= before and plan_peak(p, search.best) == search.peak
+
+
+def _wastes_nothing(search, keep):
+    """Whether the rows ``keep`` (a mask of ``search.sky.rows``, at their offsets in the dive's state)
+    fill every time column up to their highest top there."""
+    s = search.sky
+    k = np.flatnonzero(keep)
+    top = np.zeros(s.T, dtype=np.int64)
+    for r in k:
+        top[s.cs[r]:s.ce[r]] = np.maximum(top[s.cs[r]:s.ce[r]], s.offsets[r] + s.sz[r])
+    return np.array_equal(s.column_sums(k, s.sz[k]), top)
+
+
+@pytest.mark.parametrize("local", [0.0, 1.0])
+@pytest.mark.parametrize("seed", range(3))
+def test_the_climb_cuts_and_keeps_bottoms_with_no_waste(seed, local, monkeypatch):
+    # each dive of the climb starts from its bottom cut at a level: the rows kept fill their columns up
+    # to their skyline (a cut of a bottom with no waste has none: at a level, or a window around where
+    # the dives stopped with all that lies over it), and what the dive leaves placed at the bound has
+    # no waste either; the climb's bottom never shrinks until it starts again
+    monkeypatch.setattr(sky, "CLIMB_LOCAL_SHARE", local)
+    p = rectangle_cut(300, seed=seed, pinwheel=0.5)
+    search = sky._Search(p, _stacked(p), seed, None)
+    s = search.sky
+    areas, cuts = [], 0
+    for _ in range(25):
+        search._climb_start()
+        assert _wastes_nothing(search, s.keep)
+        cuts += search.climb is not None and 0 < s.keep.sum() < search.climb[1].sum()
+        if s.dive(search.bound, sky.PERFECT_NODES * len(s.rows) + 16, sky.NOISE) == 1:
+            dsa.validate(p, s.plan())  # (a plan at the bound: the climb is done)
+            assert plan_peak(p, s.plan()) <= search.bound
+            return
+        assert _wastes_nothing(search, s.placed)
+        area = float(search.area[s.placed].sum())
+        bottom, kept, most = search._climb_step(area)
+        assert most == float(search.area[kept].sum()) >= area
+        areas.append(most)
+    assert areas == sorted(areas) and cuts > 0  # (25 < CLIMB_STUCK: no new start)
+
+
+def test_the_climb_takes_ties_and_starts_again_when_stuck(monkeypatch):
+    p = rectangle_cut(60, seed=1, pinwheel=0.5)
+    search = sky._Search(p, _stacked(p), 1, None)
+    monkeypatch.setattr(sky, "CLIMB_STUCK", 3)
+    monkeypatch.setattr(sky, "CLIMB_SLICE_FROM", 6.0 / search.area.sum())
+    got, grew = [], []
+    for a in (5.0, 7.0, 4.0, 7.0, 6.0):
+        search.grew = False
+        got.append(search._climb_step(a)[2])
+        grew.append(search.grew)
+    assert got == [5.0, 7.0, 7.0, 7.0, 7.0]  # (a tie is taken: a sideways step)
+    # progress for the stall rule: a bottom larger than any before, of at least CLIMB_SLICE_FROM
+    assert grew == [False, True, False, False, False]
+    assert search.climb is None and search.climb_fails == 0  # (3 steps without a larger bottom)
+    assert search.largest == 7.0 and search._climb_step(2.0)[2] == 2.0  # (a new climb from nothing)
+    search.climb = None
+    search._climb_start()  # (no bottom: nothing kept)
+    assert not search.sky.keep.any()
+
+
+def test_a_round_of_the_climb_re_packs_above_its_bottom(monkeypatch):
+    # with no time slice, a round of the climb runs PERFECT_TRIES dives at the bound, and the re-packs
+    # above start from the climb's bottom (the largest of those dives: no new start in so few)
+    p = rectangle_cut(800, seed=3, pinwheel=0.5)
+    search = sky._Search(p, _stacked(p), 3, None)
+    monkeypatch.setattr(sky, "PERFECT_TRIES", 4)
+    monkeypatch.setattr(sky, "CLIMB_SLICE_S", 0.0)
+    monkeypatch.setattr(sky, "EXTEND_SHARE", 0.0)
+    areas, kept = [], []
+    dive, set_keep = search.sky.dive, search.sky.set_keep
+
+    def spy_dive(cap, node_limit, noise):
+        status = dive(cap, node_limit, noise)
+        if cap == search.bound:
+            areas.append(float(search.area[search.sky.placed].sum()))
+        return status
+
+    def spy_keep(offsets, keep, above=None):
+        kept.append(None if keep is None else np.asarray(keep).copy())
+        return set_keep(offsets, keep, above)
+
+    monkeypatch.setattr(search.sky, "dive", spy_dive)
+    monkeypatch.setattr(search.sky, "set_keep", spy_keep)
+    search._perfect_bottom(float("inf"))
+    assert len(areas) == 4 and search.climb is not None and search.climb[2] == max(areas)
+    assert search.largest == max(areas)
+    assert search.grew == (max(areas) >= sky.CLIMB_SLICE_FROM * search.area.sum())
+    after = kept[kept.index(None) + 4:]  # (the floor cleared for the first dive, then 3 cuts)
+    assert after and float(search.area[after[0]].sum()) == max(areas)
+    dsa.validate(p, search.best)
 
 
 def test_mirrored_re_packs_are_off_with_alignments():
