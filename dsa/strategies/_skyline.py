@@ -14,8 +14,9 @@ hole of every column at the peak, so that what lies above the band can move down
 ceiling over each column there), or keeps a bottom with no waste in it (what the best of a few dives
 at the lower bound placed, or the largest such bottom of a climb: an iterated greedy search, R. Ruiz
 and T. Stutzle, European Journal of Operational Research 177(3), 2007, whose dives at the bound start
-from that bottom cut at a level or around where the dives stopped) and re-packs the rest above it. Busy periods (spans of time that nothing
-crosses) are searched apart, the one that sets the peak first.
+from that bottom cut at a level or around where the dives stopped) and re-packs the rest above it.
+Busy periods (spans of time that nothing crosses) are searched apart, the one that sets the peak
+first.
 
 Complexity: a node costs O(T + c) for ``T`` time columns and ``c`` buffers starting at the chosen
 column; a dive places each buffer once unless it backtracks.
