@@ -447,6 +447,7 @@ def test_the_climb_cuts_and_keeps_bottoms_with_no_waste(seed, local, monkeypatch
     # the dives stopped with all that lies over it), and what the dive leaves placed at the bound has
     # no waste either; the climb's bottom never shrinks until it starts again
     monkeypatch.setattr(sky, "CLIMB_LOCAL_SHARE", local)
+    monkeypatch.setattr(sky, "CLIMB_STUCK", 1000)  # (no new start within the 25 dives below)
     p = rectangle_cut(300, seed=seed, pinwheel=0.5)
     search = sky._Search(p, _stacked(p), seed, None)
     s = search.sky
@@ -464,7 +465,7 @@ def test_the_climb_cuts_and_keeps_bottoms_with_no_waste(seed, local, monkeypatch
         bottom, kept, most = search._climb_step(area)
         assert most == float(search.area[kept].sum()) >= area
         areas.append(most)
-    assert areas == sorted(areas) and cuts > 0  # (25 < CLIMB_STUCK: no new start)
+    assert areas == sorted(areas) and cuts > 0
 
 
 def test_the_climb_takes_ties_and_starts_again_when_stuck(monkeypatch):
