@@ -65,9 +65,9 @@ PERFECT_TRIES = 6
 # dives stopped), and a bottom that covers at least as much replaces it (iterated greedy, Ruiz and
 # Stutzle 2007, on the area a bottom with no waste covers). Standalone, 10 s of such dives from a 4 s
 # plan planned random607-1697 at LOAD (in 3.5 and 5.7 s), omni-pinwheel-3001-s5 (6.8 s) and
-# continuous-1500-s14 (2.8 s) on some seeds, where dives from nothing never did; on coarse cuts
-# (pinwheel-128-2000, random601, random605) every climb stayed under 10 % of the area. best at 20 s,
-# 15 cuts of 1,500-5,000 buffers x 3 seeds, against the best of 6 dives from nothing: mean -1.51 % of
+# continuous-1500-s14 (2.8 s) on some seeds (of these, best with dives from nothing had planned only
+# continuous-1500-s14, on 1 of 3 seeds); on coarse cuts (pinwheel-128-2000, random601, random605)
+# every climb stayed under 10 % of the area. best at 20 s, 15 cuts of 1,500-5,000 buffers x 3 seeds, against the best of 6 dives from nothing: mean -1.51 % of
 # LOAD, 12 of 45 runs lower (4 at LOAD: random607-1697 on seeds 0 and 1, continuous-1500-s14 on 0
 # and 1, where seed 2 was at LOAD before too), 10 higher (by at most 1.3 %); 23 cuts of 225-1,000
 # buffers, one seed: 5 lower (4 to LOAD), 1 higher (0.5 %)
