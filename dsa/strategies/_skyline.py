@@ -67,10 +67,11 @@ PERFECT_TRIES = 6
 # plan planned random607-1697 at LOAD (in 3.5 and 5.7 s), omni-pinwheel-3001-s5 (6.8 s) and
 # continuous-1500-s14 (2.8 s) on some seeds (of these, best with dives from nothing had planned only
 # continuous-1500-s14, on 1 of 3 seeds); on coarse cuts (pinwheel-128-2000, random601, random605)
-# every climb stayed under 10 % of the area. best at 20 s, 15 cuts of 1,500-5,000 buffers x 3 seeds, against the best of 6 dives from nothing: mean -1.51 % of
-# LOAD, 12 of 45 runs lower (4 at LOAD: random607-1697 on seeds 0 and 1, continuous-1500-s14 on 0
-# and 1, where seed 2 was at LOAD before too), 10 higher (by at most 1.3 %); 23 cuts of 225-1,000
-# buffers, one seed: 5 lower (4 to LOAD), 1 higher (0.5 %)
+# every climb stayed under 10 % of the area. best at 20 s, 15 cuts of 1,500-5,000 buffers x 3 seeds,
+# against the best of 6 dives from nothing: mean -1.51 % of LOAD, 12 of 45 runs lower (4 at LOAD:
+# random607-1697 on seeds 0 and 1, continuous-1500-s14 on 0 and 1, where seed 2 was at LOAD before
+# too), 10 higher (by at most 1.3 %); 23 cuts of 225-1,000 buffers, one seed: 5 lower (4 to LOAD),
+# 1 higher (0.5 %)
 CLIMB = True
 CLIMB_STUCK = 60  # the climb starts again from nothing after this many dives without a larger bottom
 CLIMB_LOCAL_SHARE = 0.5  # share of the cuts that take out a window around where the dives stopped ...
