@@ -448,10 +448,12 @@ class _Search:
         self.climb = None  # (offsets, kept rows, area) of the climb's bottom with no waste
         self.climb_fails = 0
         self.largest = -1.0  # (the area of the largest bottom the climb has found)
-        self.grew = False  # (whether it grew in the last round)
+        self.grew = False  # (whether it grew in the last round: reset by round)
 
     def round(self, deadline) -> bool:
-        """One probe; returns whether it lowered the peak."""
+        """One probe; returns whether it lowered the peak (``self.grew`` says whether the climb's
+        bottom grew, see :meth:`_climb_step`)."""
+        self.grew = False
         if not self.calibrated:
             return self._calibrate(deadline)
         sky, peak, bound = self.sky, self.peak, self.bound
@@ -958,7 +960,6 @@ def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=N
             break
         j = int(rng.choice(top))
         stats["skyline_probes"] += 1
-        searches[j].grew = False
         if searches[j].round(deadline):
             best[periods[j]] = searches[j].best
             highest[j] = searches[j].peak
