@@ -219,7 +219,8 @@ def _turns(monkeypatch, large, blocked, search=None, cuts=None):
     monkeypatch.setattr(best_module, "skyline_runs", lambda problem, seconds: True)
     monkeypatch.setattr(best_module, "SKYLINE_THREADS", 1)
     monkeypatch.setattr(best_module, "SKYLINE_AGAIN_MIN_S", 0.01)  # (restarts until the end of 0.6 s)
-    monkeypatch.setattr(_skyline, "skyline_search", stand_in("skyline", {"skyline_nodes": 0, "skyline_probes": 0}))
+    sky_info = {"skyline_nodes": 0, "skyline_probes": 0, "skyline_bottom_share": 0.0}
+    monkeypatch.setattr(_skyline, "skyline_search", stand_in("skyline", sky_info))
     monkeypatch.setattr(_canonical_search, "random_dives", stand_in("dives", {"dives": 1, "planned": 0,
                                                                              "blocked": blocked}))
     monkeypatch.setattr(_local_search, "repair_windows", stand_in("repair", {"windows": 1, "repaired": 0}))

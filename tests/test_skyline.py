@@ -193,6 +193,34 @@ def test_improve_plan_runs_skyline_searches_side_by_side(monkeypatch):
     assert imp and all(b[1] < a[1] for a, b in zip(imp, imp[1:]))
 
 
+def test_improve_plan_reports_where_the_skyline_turns_time_went(monkeypatch):
+    # two searches side by side, one stopping (stalling) after 0.05 s and the other after 0.3 s: each
+    # turn lasts as long as the slower, the faster one's thread waits the rest (skyline_idle_s), and
+    # the largest bottom share of any search is reported
+    monkeypatch.setattr(canonical_search, "THREADS", 2)
+    monkeypatch.setattr(best_module, "SKYLINE_THREADS", 2)
+    monkeypatch.setattr(best_module, "skyline_runs", lambda problem, seconds: True)
+    monkeypatch.setattr(best_module, "LOCAL_SHARE", 0.01)
+    turns = []
+
+    def stand_in(problem, offsets, *, reverse=False, **kwargs):
+        time.sleep(0.3 if reverse else 0.05)
+        turns.append(reverse)
+        info = {"skyline_nodes": 1, "skyline_probes": 1, "skyline_bottom_share": 0.4 if reverse else 0.1}
+        return np.array(offsets), info
+
+    monkeypatch.setattr(sky, "skyline_search", stand_in)
+    p = rectangle_cut(300, seed=5, pinwheel=0.4)
+    start = _stacked(p)
+    out, stats = best_module.improve_plan(p, start, 0, Budget(1.0), 0)
+    dsa.validate(p, out)  # (the local search's turns between lower it)
+    n = len(turns) // 2
+    assert n >= 1 and len(turns) == 2 * n and stats["skyline_probes"] == 2 * n
+    assert 0.3 * n <= stats["skyline_s"] < 1.0 + 0.3  # (the last turn may start just before the end)
+    assert 0.25 * n <= stats["skyline_idle_s"] <= stats["skyline_s"]
+    assert stats["skyline_bottom_share"] == 0.4
+    assert "dives_s" not in stats  # (300 rows: no random dives)
+
 def test_exact_leaves_half_its_time_to_the_skyline_search_on_small_problems():
     # 400 buffers, no fixed offsets, no proof within 2 s: the canonical search gets half of the time,
     # best's improvement phase (the skyline search first) the rest
@@ -244,6 +272,8 @@ def test_best_reports_the_skyline_search_and_stays_valid():
     if sol.peak > dsa.load(p):
         assert sol.status is dsa.Status.LIMIT_REACHED
         assert sol.stats["skyline_probes"] > 0
+        assert 0.0 <= sol.stats["skyline_bottom_share"] <= 1.0
+        assert 0.0 <= sol.stats["skyline_idle_s"] <= best_module.skyline_width() * sol.stats["skyline_s"]
 
 
 def test_a_dive_that_outgrows_its_frame_stack_grows_it_and_finds_its_plan():

@@ -460,11 +460,16 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
     Returns
     -------
     (offsets, stats)
-        ``stats``: ``local_iterations``, ``local_s``, ``local_restarts``, ``skyline_probes``,
-        ``skyline_nodes`` and ``skyline_restarts`` when the skyline search ran, on large problems
-        ``dives`` and ``dives_planned`` (random dives run, and those that lowered a busy period),
-        ``repair_windows`` (windows tried) and ``repaired`` (windows re-planned below the peak), and
-        ``improvements`` (a list of ``(seconds since t0, peak)``).
+        ``stats``: ``local_iterations``, ``local_s``, ``local_restarts``; when the skyline search
+        ran, ``skyline_probes``, ``skyline_nodes``, ``skyline_restarts``, ``skyline_s`` (seconds of
+        its turns), ``skyline_idle_s`` (seconds its threads waited, summed over threads: each search
+        stops at its own stall, and its thread then waits for the slowest of its turn) and
+        ``skyline_bottom_share`` (the largest share of a busy period's bytes x time that a climb
+        covered with no waste, see :func:`dsa.strategies._skyline.skyline_search`); on large problems
+        ``dives``, ``dives_planned`` (random dives run, and those that lowered a busy period) and
+        ``dives_s`` (seconds of their runs), ``repair_windows`` (windows tried) and ``repaired``
+        (windows re-planned below the peak); and ``improvements`` (a list of ``(seconds since t0,
+        peak)``).
     """
     from dsa.strategies._local_search import repair_windows, search_orders
     from dsa.strategies._skyline import skyline_search
@@ -508,25 +513,35 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
         width = skyline_width()
 
         def one(w):
-            return skyline_search(problem, out, time_limit=limit,
-                                  seed=_derived_seed(seed, 5000 + k + 100_000 * w),
-                                  progress=shared,
-                                  reverse=reverse != (w % 2 == 1))
+            t = time.perf_counter()
+            new, info = skyline_search(problem, out, time_limit=limit,
+                                       seed=_derived_seed(seed, 5000 + k + 100_000 * w),
+                                       progress=shared,
+                                       reverse=reverse != (w % 2 == 1))
+            return new, info, time.perf_counter() - t
 
         if width > 1:
             skyline_warm()  # (once, before the threads: each would load the kernels otherwise)
+        t = time.perf_counter()
+        if width > 1:
             with ThreadPoolExecutor(width) as pool:
                 runs = list(pool.map(one, range(width)))
         else:
             runs = [one(0)]
-        for _, info in runs:
+        wall = time.perf_counter() - t
+        stats["skyline_s"] += wall
+        for _, info, took in runs:
             stats["skyline_nodes"] += info["skyline_nodes"]
             stats["skyline_probes"] += info["skyline_probes"]
-        return min((new for new, _ in runs), key=lambda new: plan_peak(problem, new))
+            # (each search stops at its own stall; its thread then waits for the slowest)
+            stats["skyline_idle_s"] += max(0.0, wall - took)
+            stats["skyline_bottom_share"] = max(stats["skyline_bottom_share"], info["skyline_bottom_share"])
+        return min((new for new, _, _ in runs), key=lambda new: plan_peak(problem, new))
 
     if skyline:
         # restarted skyline dives below the incumbent (dsa.strategies._skyline) come first
-        stats.update(skyline_nodes=0, skyline_probes=0, skyline_restarts=0)
+        stats.update(skyline_nodes=0, skyline_probes=0, skyline_restarts=0, skyline_s=0.0, skyline_idle_s=0.0,
+                     skyline_bottom_share=0.0)
         began = time.perf_counter()
         new = skyline_run(0)
         if plan_peak(problem, new) < peak:
@@ -542,9 +557,11 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
 
         if dives["search"] is None:  # (the problem cut into busy periods, once: 0.1-0.2 s at 5,000 rows)
             dives["search"] = CanonicalSearch(problem)
+        t = time.perf_counter()
         new, info = random_dives(problem, out, time_limit=budget.remaining() * share,
                                  seed=_derived_seed(seed, 7000 + k), progress=progress,
                                  search=dives["search"])
+        stats["dives_s"] = stats.get("dives_s", 0.0) + time.perf_counter() - t
         stats["dives"] = stats.get("dives", 0) + info["dives"]
         stats["dives_planned"] = stats.get("dives_planned", 0) + info["planned"]
         dives["on"] = not info["blocked"]
