@@ -221,6 +221,39 @@ def test_improve_plan_reports_where_the_skyline_turns_time_went(monkeypatch):
     assert stats["skyline_bottom_share"] == 0.4
     assert "dives_s" not in stats  # (300 rows: no random dives)
 
+def test_a_stalled_skyline_search_leaves_its_core_to_random_dives(monkeypatch):
+    # on a large problem, a skyline search that stalls while another of its turn still runs gives its
+    # thread to random dives (one thread) from the turn's incumbent until the last search ends; the
+    # lower of their plans is kept
+    monkeypatch.setattr(canonical_search, "THREADS", 2)
+    monkeypatch.setattr(best_module, "SKYLINE_THREADS", 2)
+    monkeypatch.setattr(best_module, "skyline_runs", lambda problem, seconds: True)
+    ends, calls = {}, []
+
+    def stand_in(problem, offsets, *, reverse=False, **kwargs):
+        time.sleep(0.4 if reverse else 0.05)
+        ends.setdefault(reverse, time.perf_counter())
+        info = {"skyline_nodes": 1, "skyline_probes": 1, "skyline_bottom_share": 0.0}
+        return np.array(offsets), dict(info, skyline_stalled=True)
+
+    dives = canonical_search.random_dives
+
+    def spy(problem, offsets, *, stop=None, **kwargs):
+        width = canonical_search.threads()
+        out, info = dives(problem, offsets, stop=stop, **kwargs)
+        calls.append((width, stop is not None and stop(), time.perf_counter(), info["dives"]))
+        return out, info
+
+    monkeypatch.setattr(sky, "skyline_search", stand_in)
+    monkeypatch.setattr(canonical_search, "random_dives", spy)
+    p = rectangle_cut(1100, seed=3, pinwheel=0.4)
+    start = dsa.solve(p, "best", improve=False).offsets
+    out, stats = best_module.improve_plan(p, start, 0, Budget(2.0), 0)
+    dsa.validate(p, out)
+    width, stopped, ended, count = calls[0]
+    assert width == 1 and stopped and ended >= ends[True] and count > 0  # (until the slower one ended)
+    assert stats["dives"] == sum(c[3] for c in calls) and plan_peak(p, out) <= plan_peak(p, start)
+
 def test_exact_leaves_half_its_time_to_the_skyline_search_on_small_problems():
     # 400 buffers, no fixed offsets, no proof within 2 s: the canonical search gets half of the time,
     # best's improvement phase (the skyline search first) the rest

@@ -677,7 +677,7 @@ def lower_peak(problem, offsets, *, time_limit: float, node_limit: int | None = 
                                                progress=progress, heuristics=heuristics)
 
 
-def random_dives(problem, offsets, *, time_limit: float, seed=None, progress=None, search=None):
+def random_dives(problem, offsets, *, time_limit: float, seed=None, progress=None, search=None, stop=None):
     """Lower the peak of a plan by canonical dives under randomly perturbed preorders.
 
     Each dive is a node-limited search (``DIVE_NODES`` nodes per buffer: a plan takes one node per
@@ -715,6 +715,8 @@ def random_dives(problem, offsets, *, time_limit: float, seed=None, progress=Non
         Called as ``progress(seconds, peak)`` each time the peak falls.
     search : CanonicalSearch, optional
         The problem already cut into periods (default: a new one).
+    stop : callable, optional
+        Called between dives; the dives end once it returns True.
 
     Returns
     -------
@@ -752,7 +754,7 @@ def random_dives(problem, offsets, *, time_limit: float, seed=None, progress=Non
     highs = [plan_peak(problem, best, per.rows) for per in search.periods]
 
     def work(rng):
-        while time.perf_counter() < deadline and not state["stop"]:
+        while time.perf_counter() < deadline and not state["stop"] and not (stop is not None and stop()):
             if time.perf_counter() - state["last"] > stall:
                 stats["stalled"] = True
                 return
