@@ -221,6 +221,7 @@ def test_improve_plan_reports_where_the_skyline_turns_time_went(monkeypatch):
     assert stats["skyline_bottom_share"] == 0.4
     assert "dives_s" not in stats  # (300 rows: no random dives)
 
+
 def test_a_stalled_skyline_search_leaves_its_core_to_random_dives(monkeypatch):
     # on a large problem, a skyline search that stalls while another of its turn still runs gives its
     # thread to random dives (one thread) from the turn's incumbent until the last search ends; the
@@ -253,6 +254,7 @@ def test_a_stalled_skyline_search_leaves_its_core_to_random_dives(monkeypatch):
     width, stopped, ended, count = calls[0]
     assert width == 1 and stopped and ended >= ends[True] and count > 0  # (until the slower one ended)
     assert stats["dives"] == sum(c[3] for c in calls) and plan_peak(p, out) <= plan_peak(p, start)
+
 
 def test_exact_leaves_half_its_time_to_the_skyline_search_on_small_problems():
     # 400 buffers, no fixed offsets, no proof within 2 s: the canonical search gets half of the time,

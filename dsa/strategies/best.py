@@ -474,13 +474,14 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
         ``stats``: ``local_iterations``, ``local_s``, ``local_restarts``; when the skyline search
         ran, ``skyline_probes``, ``skyline_nodes``, ``skyline_restarts``, ``skyline_s`` (seconds of
         its turns), ``skyline_idle_s`` (seconds its threads waited, summed over threads: each search
-        stops at its own stall, and its thread then waits for the slowest of its turn) and
-        ``skyline_bottom_share`` (the largest share of a busy period's bytes x time that a climb
-        covered with no waste, see :func:`dsa.strategies._skyline.skyline_search`); on large problems
-        ``dives``, ``dives_planned`` (random dives run, and those that lowered a busy period, the
-        skyline turns' included) and ``dives_s`` (seconds of their own runs), ``repair_windows`` (windows tried) and ``repaired``
-        (windows re-planned below the peak); and ``improvements`` (a list of ``(seconds since t0,
-        peak)``).
+        stops at its own stall, and where no random dives take its thread, it then waits for the
+        slowest of its turn) and ``skyline_bottom_share`` (the largest share of a busy period's
+        bytes x time that a climb covered with no waste, see
+        :func:`dsa.strategies._skyline.skyline_search`); on large problems ``dives``,
+        ``dives_planned`` (random dives run, and those that lowered a busy period, the skyline
+        turns' included) and ``dives_s`` (seconds of their own runs), ``repair_windows`` (windows
+        tried) and ``repaired`` (windows re-planned below the peak); and ``improvements`` (a list of
+        ``(seconds since t0, peak)``).
     """
     from dsa.strategies._local_search import repair_windows, search_orders
     from dsa.strategies._skyline import skyline_search
