@@ -534,6 +534,20 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
                 dives["search"] = CanonicalSearch(problem)
             return dives["search"]
 
+    def dive_run(limit, key, report, stop=None):
+        # random dives from the incumbent for ``limit`` seconds, seeded by ``key``, until ``stop``
+        # (the dives of improve_plan's turns and those on a stalled skyline search's thread): counted
+        # in stats, and turned off once they show that they cannot lower the peak
+        from dsa.strategies._canonical_search import random_dives
+
+        new, info = random_dives(problem, out, time_limit=limit, seed=_derived_seed(seed, key),
+                                 progress=report, search=dive_search(), stop=stop)
+        with lock:
+            stats["dives"] = stats.get("dives", 0) + info["dives"]
+            stats["dives_planned"] = stats.get("dives_planned", 0) + info["planned"]
+            dives["on"] = dives["on"] and not info["blocked"]
+        return new
+
     def skyline_run(k, reverse=False):
         # skyline searches from the incumbent, SKYLINE_SHARE of the time left, side by side on
         # skyline_width() threads: the first with its k-th seed in the direction asked, the others with
@@ -546,7 +560,6 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
 
         def one(w):
             from dsa.budget import thread_limit
-            from dsa.strategies._canonical_search import random_dives
 
             t = time.perf_counter()
             new, info = skyline_search(problem, out, time_limit=limit,
@@ -558,14 +571,8 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
                 others = running[0] > 0
             if IDLE_DIVES and others and dives["on"] and info.get("skyline_stalled"):
                 with thread_limit(1):
-                    got, d = random_dives(problem, out, time_limit=max(0.0, end - time.perf_counter()),
-                                          seed=_derived_seed(seed, 9000 + k + 100_000 * w),
-                                          progress=shared,
-                                          search=dive_search(), stop=lambda: running[0] == 0)
-                with lock:
-                    stats["dives"] = stats.get("dives", 0) + d["dives"]
-                    stats["dives_planned"] = stats.get("dives_planned", 0) + d["planned"]
-                    dives["on"] = dives["on"] and not d["blocked"]
+                    got = dive_run(max(0.0, end - time.perf_counter()), 9000 + k + 100_000 * w, shared,
+                                   stop=lambda: running[0] == 0)
                 if plan_peak(problem, got) < plan_peak(problem, new):
                     new = got
             return new, info, time.perf_counter() - t
@@ -598,23 +605,17 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
             out = new
             peak = state["peak"] = plan_peak(problem, out)
 
-    def dive_run(k, share):
-        from dsa.strategies._canonical_search import random_dives
-
+    def dives_turn(k, share):
+        # the dives' own turn (dives["on"]): share of the time left
         t = time.perf_counter()
-        new, info = random_dives(problem, out, time_limit=budget.remaining() * share,
-                                 seed=_derived_seed(seed, 7000 + k), progress=progress,
-                                 search=dive_search())
+        new = dive_run(budget.remaining() * share, 7000 + k, progress)
         stats["dives_s"] = stats.get("dives_s", 0.0) + time.perf_counter() - t
-        stats["dives"] = stats.get("dives", 0) + info["dives"]
-        stats["dives_planned"] = stats.get("dives_planned", 0) + info["planned"]
-        dives["on"] = not info["blocked"]
         return new
 
     if dives["on"] and peak > target and not budget.exhausted:
         # they come next; they stop early when they stall, and the turns below get the rest
         began = time.perf_counter()
-        new = dive_run(0, DIVE_SHARE)
+        new = dives_turn(0, DIVE_SHARE)
         if plan_peak(problem, new) < peak:
             out = new
             peak = state["peak"] = plan_peak(problem, out)
@@ -629,7 +630,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
             # every other restart with time reversed (another neighbourhood of the same plan)
             new = skyline_run(turn, reverse=REVERSE_AGAIN and stats["skyline_restarts"] % 2 == 1)
         elif large and skyline and dives["on"] and (turn % 2 == 0 or again):
-            new = dive_run(1 + turn, LOCAL_SHARE)  # (in turns with the skyline search, the dives again)
+            new = dives_turn(1 + turn, LOCAL_SHARE)  # (in turns with the skyline search, the dives again)
         elif large and (turn % 2 == 0 or again):
             share = LOCAL_SHARE if skyline else REPAIR_SHARE
             new, info = repair_windows(problem, out, time_limit=budget.remaining() * share,
