@@ -128,6 +128,36 @@ def test_prepare_ranks_the_preorders_it_is_given_before_the_threads_start():
         assert all(set(per.ranks) == set(canonical.HEURISTICS) for per in fresh.periods)
 
 
+def test_a_deadline_that_passes_while_the_problem_is_cut_leaves_its_periods_unsearched(monkeypatch):
+    # the busy periods' overlap lists take 0.1-0.2 s at 5,000-10,000 rows: a caller short of time
+    # gets the periods the deadline cut short as unsearchable (no search, no proof), not an overrun
+    import time
+
+    from dsa.strategies import _canonical_search as canonical
+
+    p = rectangle_cut(60, seed=1)
+    plan = dsa.solve(p, "greedy_by_size").offsets
+    for search in (canonical.CanonicalSearch(p), canonical.CanonicalSearch(p, deadline=time.perf_counter() + 60)):
+        assert not search.cut_short and all(per.searchable for per in search.periods)
+    late = canonical.CanonicalSearch(p, deadline=time.perf_counter() - 1)
+    assert late.cut_short and not any(per.searchable for per in late.periods)
+    assert late.stuck(plan) == plan_peak(p, plan)  # (the peak is set by a period it cannot search)
+    out, info = late.lower_peak(plan, time_limit=1.0)
+    assert (out == plan).all() and info["proven_lower_bound"] <= dsa.load(p)
+    # the deadline passes between the first period's start and its first block of overlaps
+    seen = []
+
+    def past(deadline):
+        seen.append(len(seen) > 0)  # (not passed at the first check, passed at every later one)
+        return seen[-1]
+
+    monkeypatch.setattr(canonical, "_past", past)
+    midway = canonical.CanonicalSearch(p, deadline=0.0)
+    assert midway.cut_short and all(per.late and not per.searchable for per in midway.periods)
+    # the first period's start, its first block, then each other period's start
+    assert seen == [False, True] + [True] * (len(midway.periods) - 1)
+
+
 def test_a_dive_ranks_the_buffers_by_its_key_as_the_named_preorder_does():
     from dsa.strategies import _canonical_search as canonical
 

@@ -166,6 +166,39 @@ def test_the_portfolio_starts_no_wave_that_the_time_left_cannot_hold(monkeypatch
     assert sol.success and sol.stats["portfolio_cut"] and list(sol.stats["peaks"]) == ["size/first"]
 
 
+def test_the_portfolio_starts_no_strategy_member_that_the_time_left_cannot_hold():
+    # a member that is not a greedy pass cannot be stopped once started: after one that took 0.3 s,
+    # less than that is left of 0.5 s, so the second is skipped (and the cut reported); with 5 s
+    # both run
+    p = dsa.data.load("A.1048576").replace(capacity=None)
+    for limit, expect in ((0.5, 1), (5.0, 2)):
+        calls = []
+
+        def slow(problem):
+            calls.append(time.perf_counter())
+            time.sleep(0.3)
+            return dsa.solve(problem, "greedy_by_size", validate=False).offsets
+
+        sol = dsa.solve(p, "best", members=["size/first", slow, slow], time_limit=limit, improve=False)
+        assert sol.success and len(calls) == expect
+        assert bool(sol.stats.get("portfolio_cut")) is (expect == 1)
+
+
+def test_a_strategy_member_is_skipped_when_its_greedy_waves_do_not_fit(monkeypatch):
+    # a strategy member's cost is judged in greedy waves (MEMBER_WAVES for those that cost more):
+    # at a cost of 10^9 waves mincost_flow never fits in 5 s; at the default it runs
+    import dsa.strategies.best as best_module
+
+    p = dsa.data.load("A.1048576").replace(capacity=None)
+    monkeypatch.setattr(best_module, "MEMBER_WAVES", {"mincost_flow": 10**9})
+    sol = dsa.solve(p, "best", members=["size/first", "mincost_flow"], time_limit=5.0, improve=False)
+    assert sol.success and sol.stats["portfolio_cut"] and list(sol.stats["peaks"]) == ["size/first"]
+    monkeypatch.setattr(best_module, "MEMBER_WAVES", {})
+    sol = dsa.solve(p, "best", members=["size/first", "mincost_flow"], time_limit=5.0, improve=False)
+    assert sol.success and not sol.stats.get("portfolio_cut")
+    assert list(sol.stats["peaks"]) == ["size/first", "mincost_flow"]
+
+
 def test_plain_calls_repeat():
     """No seed means seed 0: the randomised members (buchsbaum) do not make best vary between calls."""
     p = dsa.data.load("D.1048576").replace(capacity=None)

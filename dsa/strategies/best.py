@@ -63,6 +63,16 @@ STRATEGY_MEMBERS_MAX_N = 20_000
 HEAD_WORK = 4_000_000
 
 DEFAULT_TIME_LIMIT = 1.0
+# once a plan exists, a member that is not a greedy pass (a strategy, a callable) runs only while the
+# time left is at least this many times the longest greedy wave so far, and at least the longest such
+# member so far: one cannot be stopped once started, and it takes several greedy passes (on rectangle
+# cuts of 10,000-20,000 buffers gergov took 7-8 times a greedy wave and buchsbaum's 4 restarts 7
+# times; at 20,000 buffers with a 3 s limit buchsbaum started 0.3 s before the deadline and ended
+# 1.1 s after it) ...
+STRATEGY_WAVES = 8
+# ... or, for these strategies, this many: mincost_flow pairs every two buffers up to 1,000 rows
+# (0.2 s at 1,000 rows of a rectangle cut, 64-123 greedy passes; 2-3 beyond, where it takes windows)
+MEMBER_WAVES = {"mincost_flow": 130}
 # greedy members run on a thread pool from this many rows on, with at most this many threads
 PARALLEL_MIN_N = 20_000
 MAX_THREADS = 4
@@ -162,8 +172,11 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
                engine="auto", context=None):
     """Phase 1: run the members in order, keep the lowest peak; stop at ``bound``, or once a plan
     exists when the budget is spent or has less time left than the last wave of greedy members took
-    (``cut`` in the result says so: on large problems with long lifetimes one greedy pass can take
-    a second). ``engine`` is the greedy members' (see :func:`dsa.strategies.greedy.greedy_offsets`).
+    (on large problems with long lifetimes one greedy pass can take a second), and skip a member that
+    is not a greedy pass when less time is left than ``STRATEGY_WAVES`` (``MEMBER_WAVES``) times the
+    longest greedy wave, or than the longest such member so far took (``cut`` in the result says that
+    one of these happened). ``engine`` is the greedy members' (see
+    :func:`dsa.strategies.greedy.greedy_offsets`).
 
     On large problems consecutive greedy members run a few at a time on a thread pool (the
     placement kernel releases the GIL); results are taken in member order, so the outcome does not
@@ -200,6 +213,8 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
     workers = max_threads(min(os.cpu_count() or 1, MAX_THREADS)) if len(problem) >= PARALLEL_MIN_N else 1
     pool = ThreadPoolExecutor(workers) if workers > 1 else None
     wave_s = 0.0  # how long the last wave of greedy members took
+    wave_max = 0.0  # ... the longest one
+    member_max = 0.0  # the longest member that is not a greedy pass (see STRATEGY_WAVES)
     try:
         member, done = next(stream, None), False
         while member is not None and not done:
@@ -222,14 +237,23 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
                         break
                 # (a first call's compile, which moves the deadline too, does not count)
                 wave_s = time.perf_counter() - t_wave - (jit_seconds() - jit_wave)
+                wave_max = max(wave_max, wave_s)
                 continue
             current, member = member, next(stream, None)
             if members_max_n is not None and (len(problem) > members_max_n or sweep.dense):
                 continue  # large or densely overlapping: the default strategy members cost too much
+            name = current[0] if isinstance(current, tuple) else current  # (a callable: not found)
+            waves = MEMBER_WAVES.get(name, STRATEGY_WAVES) if isinstance(name, str) else STRATEGY_WAVES
+            if (state["best"] is not None and budget.deadline is not None
+                    and budget.remaining() < max(waves * wave_max, member_max)):
+                state["cut"] = True  # it would likely end past the deadline (later ones may be greedy)
+                continue
             label = _member_label(current)
             if context is None:
                 context = Context(problem, sweep=sweep)
+            t_member, jit_member = time.perf_counter(), jit_seconds()
             offsets = _member_offsets(problem, current, context, seed)
+            member_max = max(member_max, time.perf_counter() - t_member - (jit_seconds() - jit_member))
             if offsets is None or offsets.shape != (len(problem),):
                 state["peaks"][label] = None
                 continue
@@ -531,7 +555,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
 
         with cutting:  # (the problem cut into busy periods, once: 0.1-0.2 s at 5,000 rows)
             if dives["search"] is None:
-                dives["search"] = CanonicalSearch(problem)
+                dives["search"] = CanonicalSearch(problem, deadline=budget.deadline)
             return dives["search"]
 
     def dive_run(limit, key, report, stop=None):
@@ -710,7 +734,9 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
             left *= CANONICAL_SHARE
         elif skyline_runs(problem, left):  # (the share left over is the skyline search's)
             left = max(left * CANONICAL_SHARE_SMALL, min(left, CANONICAL_MIN_S))
-    search = CanonicalSearch(problem)  # (the random dives of improve_plan use its busy periods too)
+    # (the random dives of improve_plan use its busy periods too; a period whose preparation the
+    # deadline cuts short is not searched)
+    search = CanonicalSearch(problem, deadline=budget.deadline)
     out, info = search.lower_peak(offsets, time_limit=left, progress=progress)
     proven = int(info["proven_lower_bound"])
     stats = {"nodes": info["nodes"], "search_probes": len(info["probes"]),
@@ -736,8 +762,10 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
     problem : Problem
     time_limit : float, default 1.0
         Seconds for the whole call. The portfolio runs its members until the limit (at least one,
-        so that there is a plan; with the default members at most a few tenths of a second at 100k
-        buffers), and the improvement phase gets what remains.
+        so that there is a plan: one greedy pass, which takes up to a second on rectangle cuts of
+        50,000 buffers), and the improvement phase gets what remains. A member that cannot be
+        stopped once started (a strategy, a callable) starts only while the time left is likely to
+        hold it (see ``STRATEGY_WAVES``).
     members : list, optional
         The portfolio: greedy members as ``"order/fit"`` strings (``"size/first"``), registered
         strategy names (``"gergov"``) and callables ``f(problem) -> Solution or offsets``. Default:

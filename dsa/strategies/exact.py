@@ -200,7 +200,9 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
     log = _Log(verbose, t0)
     context = context if context is not None else Context(problem, sweep=sweep)
     bound = context.lower_bound
-    search = canonical.CanonicalSearch(problem)  # busy periods; searches kept for resumption
+    # busy periods (those whose preparation the deadline cuts short are not searched); searches kept
+    # for resumption
+    search = canonical.CanonicalSearch(problem, deadline=budget.deadline)
     cap = problem.capacity
     lo = bound  # the searches start from the same bound
     zero = problem.sizes == 0
