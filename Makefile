@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-generalise bench-pools bench-mip bench-peers bench-peers-other bench-peers-omnimalloc bench-peers-random bench-memory bench-profile bench-latency docs docs-figures docs-tables clean
+.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-generalise bench-time-limits bench-pools bench-mip bench-peers bench-peers-other bench-peers-omnimalloc bench-peers-random bench-memory bench-profile bench-latency docs docs-figures docs-tables clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +66,12 @@ bench-exact: $(PY)
 bench-generalise: $(PY)
 	$(PIP) -e .
 	$(PY) benchmarks/generalise.py --time-limit 5 --json out/generalise.json
+
+# opt-in: how far past its time limit each of best and exact returns, on rectangle cuts of 1,000-20,000
+# buffers at limits of 0.1-3 s (about 3 minutes). Writes docs/results/time_limits.{json,md}.
+bench-time-limits: $(PY)
+	$(PIP) -e .
+	$(PY) benchmarks/time_limits.py --out docs/results/time_limits
 
 # opt-in: dsa side by side with omnimalloc (installed from PyPI into its own venv, .venv-peers, never
 # into dsa's). exact against supermalloc on MiniMalloc's challenging instances, 20 s per instance each,

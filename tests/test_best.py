@@ -105,11 +105,22 @@ def test_members_by_name_order_fit_and_callable():
     assert sol.peak == min(sol.stats["peaks"].values())
 
 
+def test_a_strategy_member_takes_options_as_a_name_options_pair():
+    hard = dsa.data.load("A.1048576")
+    sol = dsa.solve(hard, "best", members=["size/first", ("buchsbaum", {"restarts": 2})], improve=False)
+    alone = dsa.solve(hard, "buchsbaum", restarts=2, seed=0)
+    assert list(sol.stats["peaks"]) == ["size/first", "buchsbaum"]
+    assert sol.stats["peaks"]["buchsbaum"] == alone.peak and sol.stats["portfolio_wave_s"] > 0
+
+
 @pytest.mark.parametrize("members, match", [
     ("size/first", "must be a list"),
     (["size/worst"], "unknown greedy member"),
     (["nosuch"], "unknown strategy"),
     (["best"], "member of itself"),
+    ([("best", {})], "member of itself"),
+    ([("nosuch", {})], "unknown strategy"),
+    ([("gergov", "fast")], "a member must be"),
     ([3], "a member must be"),
     ([], "members is empty"),
 ])

@@ -223,6 +223,30 @@ def _spy_portfolio(monkeypatch):
     return calls
 
 
+def test_the_costlier_members_run_once_and_only_where_the_time_left_holds_them(monkeypatch):
+    """After the greedy members and the first look, exact runs best's strategy members alone (the
+    greedy ones are not run twice), with the options best gives them; it skips those for which the
+    time left is less than their waves (best.member_waves) times the longest greedy wave, and then
+    says the portfolio was cut."""
+    e = dsa.data.load("E.1048576").replace(capacity=None)  # the greedy members stay above LOAD
+    monkeypatch.setattr(canonical, "FIRST_LOOK", 0)  # (no plan at the bound from the first look)
+    calls = _spy_portfolio(monkeypatch)
+    sol = dsa.solve(e, "exact", time_limit=5.0)
+    greedy = [f"{order}/{fit}" for order, fit in best.MEMBERS]
+    assert [c["members"] for c in calls] == [greedy, list(best.STRATEGY_MEMBERS)]
+    assert calls[1]["ran"] == [name for name, _ in best.STRATEGY_MEMBERS]
+    assert not sol.stats.get("portfolio_cut")
+    calls.clear()
+    monkeypatch.setattr(best, "MEMBER_WAVES", {"mincost_flow": 10**9})  # (only that one is too long)
+    sol = dsa.solve(e, "exact", time_limit=5.0)
+    assert [c["members"] for c in calls] == [greedy, list(best.STRATEGY_MEMBERS[:2])]
+    assert sol.stats["portfolio_cut"]
+    calls.clear()
+    monkeypatch.setattr(best, "STRATEGY_WAVES", 10**9)
+    sol = dsa.solve(e, "exact", time_limit=5.0)
+    assert [c["members"] for c in calls] == [greedy] and sol.stats["portfolio_cut"]
+
+
 def test_the_portfolio_runs_within_the_time_left(monkeypatch):
     """exact hands its portfolio what is left of its time limit (not the portfolio's own default
     of a second), and no limit when it has none."""

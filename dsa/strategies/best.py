@@ -148,8 +148,14 @@ def _parse_members(members):
             if name == "best":
                 raise ValueError("best cannot be a member of itself")
             out.append(name)
+        elif isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], str) and isinstance(m[1], dict):
+            name = resolve_name(m[0])
+            if name == "best":
+                raise ValueError("best cannot be a member of itself")
+            out.append((name, dict(m[1])))
         else:
-            raise ValueError(f"a member must be 'order/fit', a strategy name or a callable, got {m!r}")
+            raise ValueError(f"a member must be 'order/fit', a strategy name, a (strategy name, options) "
+                             f"pair or a callable, got {m!r}")
     if not out:
         raise ValueError("members is empty")
     return out
@@ -162,6 +168,14 @@ def _member_offsets(problem, member, context, seed):
     raw = call(member, problem, context.derive(time_limit=None, node_limit=None, seed=seed), **kw)
     offsets = raw.offsets if isinstance(raw, Solution) else raw
     return None if offsets is None else np.asarray(offsets, dtype=np.int64)
+
+
+def member_waves(member) -> int:
+    """How many of the longest greedy wave the time left must hold for ``member`` (not a greedy
+    pass) to start once a plan exists: ``MEMBER_WAVES`` for the strategies named there, else
+    ``STRATEGY_WAVES``."""
+    name = member[0] if isinstance(member, tuple) else member  # (a callable: not found)
+    return MEMBER_WAVES.get(name, STRATEGY_WAVES) if isinstance(name, str) else STRATEGY_WAVES
 
 
 def _is_greedy(member) -> bool:
@@ -185,7 +199,8 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
     rng = np.random.default_rng(check_seed(seed))
     stream = itertools.chain(members, itertools.repeat(("random", "best"), int(restarts)))
     orders: dict = {}
-    state = {"best": None, "peak": None, "winner": None, "peaks": {}, "random": 0, "cut": False}
+    state = {"best": None, "peak": None, "winner": None, "peaks": {}, "random": 0, "cut": False,
+             "wave_max": 0.0}
 
     def prepare(member):
         order, fit = member
@@ -237,15 +252,13 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
                         break
                 # (a first call's compile, which moves the deadline too, does not count)
                 wave_s = time.perf_counter() - t_wave - (jit_seconds() - jit_wave)
-                wave_max = max(wave_max, wave_s)
+                wave_max = state["wave_max"] = max(wave_max, wave_s)
                 continue
             current, member = member, next(stream, None)
             if members_max_n is not None and (len(problem) > members_max_n or sweep.dense):
                 continue  # large or densely overlapping: the default strategy members cost too much
-            name = current[0] if isinstance(current, tuple) else current  # (a callable: not found)
-            waves = MEMBER_WAVES.get(name, STRATEGY_WAVES) if isinstance(name, str) else STRATEGY_WAVES
             if (state["best"] is not None and budget.deadline is not None
-                    and budget.remaining() < max(waves * wave_max, member_max)):
+                    and budget.remaining() < max(member_waves(current) * wave_max, member_max)):
                 state["cut"] = True  # it would likely end past the deadline (later ones may be greedy)
                 continue
             label = _member_label(current)
@@ -768,8 +781,11 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
         hold it (see ``STRATEGY_WAVES``).
     members : list, optional
         The portfolio: greedy members as ``"order/fit"`` strings (``"size/first"``), registered
-        strategy names (``"gergov"``) and callables ``f(problem) -> Solution or offsets``. Default:
-        every ordering x both fits, then the cheap constructive strategies.
+        strategy names (``"gergov"``), ``(name, options)`` pairs (``("buchsbaum", {"restarts": 4})``:
+        the strategy with those options) and callables ``f(problem) -> Solution or offsets``.
+        Default: every ordering x both fits, then the cheap constructive strategies
+        (``STRATEGY_MEMBERS``, on problems of up to ``STRATEGY_MEMBERS_MAX_N`` rows that do not
+        overlap densely).
     restarts : int, default 0
         Random orderings tried after the members (best fit), seeded from ``seed``.
     improve : bool, default True
@@ -793,7 +809,8 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
     -------
     Solution
         ``stats["member"]`` names the winning member of the portfolio and ``stats["peaks"]`` maps
-        every member that ran to its peak; ``stats["portfolio_peak"]``, ``stats["improved"]`` (bytes
+        every member that ran to its peak; ``stats["portfolio_peak"]``, ``stats["portfolio_s"]``,
+        ``stats["portfolio_wave_s"]`` (the longest wave of greedy members), ``stats["improved"]`` (bytes
         the improvement phase saved), ``stats["nodes"]`` (of the canonical search),
         ``stats["search_probes"]``, ``stats["search_s"]``, and when the local search ran
         ``stats["local_iterations"]``, ``stats["local_restarts"]``, ``stats["local_s"]`` (and on
@@ -824,7 +841,8 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
                         STRATEGY_MEMBERS_MAX_N if default_members else None, context=context)
     best, best_peak = phase1["best"], phase1["peak"]
     stats = {"member": phase1["winner"], "peaks": phase1["peaks"], "portfolio_peak": best_peak,
-             "portfolio_s": time.perf_counter() - t0, "improved": 0}
+             "portfolio_s": time.perf_counter() - t0, "portfolio_wave_s": phase1["wave_max"],
+             "improved": 0}
     improvements = [] if best_peak is None else [(time.perf_counter() - t_call, best_peak)]
 
     def log(seconds, peak):

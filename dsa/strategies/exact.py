@@ -208,6 +208,7 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
     zero = problem.sizes == 0
 
     cut = []  # set when the time limit stops the portfolio before all its members ran
+    wave = [0.0]  # the longest wave of the portfolio's greedy members
 
     def start(members):
         """The portfolio's plan (``members``: the greedy ones only, or None: all of them), within
@@ -217,13 +218,19 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
                    seed=seed)
         if sol.stats.get("portfolio_cut"):
             cut.append(True)
+        wave[0] = max(wave[0], sol.stats.get("portfolio_wave_s", 0.0))
         out = np.asarray(sol.offsets, dtype=np.int64).copy()
         out[zero] = search.base[zero]  # zero-size rows: offset 0 or their fixed offset
         return out, plan_peak(problem, out)
 
     # the portfolio's greedy members first (a millisecond or two: on most real traces one of them
-    # reaches the bound), then a first look at the bound, then the costlier members
+    # reaches the bound), then a first look at the bound, then the costlier members: best's strategy
+    # members, where best runs them by default, those that the time left is likely to hold (the
+    # portfolio runs the first it is given whatever its limit, and knows no greedy wave's time in
+    # that call; see best.STRATEGY_WAVES)
     offsets, peak = start([f"{order}/{fit}" for order, fit in best.MEMBERS])
+    costlier = (list(best.STRATEGY_MEMBERS) if len(problem) <= best.STRATEGY_MEMBERS_MAX_N
+                and not context.sweep.dense else [])
     first, used, searches = None, 0, 0
     if peak > lo and (cap is None or cap == lo):
         canonical.warm()  # loading the kernel does not count (budget.deadline moves by the load time)
@@ -233,12 +240,15 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
         # (searches of the bound, resumed by later rounds, are kept in search.runs)
         first, used, searches = search.first_look(deadline=look_until, node_limit=node_limit)
         budget.spend(used)
-    if first is None and peak > lo and (cap is None or peak > cap) and budget.remaining() <= 0:
-        cut.append(True)  # no time left for the costlier members
-    elif first is None and peak > lo and (cap is None or peak > cap):
-        full, full_peak = start(None)
-        if full_peak < peak:
-            offsets, peak = full, full_peak
+    if first is None and peak > lo and (cap is None or peak > cap) and costlier:
+        fit = [m for m in costlier if budget.remaining() > 0 and (
+            budget.deadline is None or budget.remaining() >= best.member_waves(m) * wave[0])]
+        if len(fit) < len(costlier):
+            cut.append(True)  # no time left for some of the costlier members
+        if fit:
+            full, full_peak = start(fit)
+            if full_peak < peak:
+                offsets, peak = full, full_peak
     portfolio_peak = peak
     if first is not None:
         offsets = first
