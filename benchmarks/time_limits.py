@@ -98,7 +98,14 @@ def report(doc: dict) -> str:
         sel = [r for r in doc["rows"] if r["strategy"] == strategy]
         worst = max(sel, key=lambda r: r["overrun_s"])
         lines += ["", f"Largest overrun: {worst['overrun_s']:+.2f} s ({worst['family']}, {worst['n']} "
-                      f"buffers, {worst['limit']:g} s).", ""]
+                      f"buffers, {worst['limit']:g} s)."]
+        pairs = [(old[_key(r)]["ratio"], r["ratio"]) for r in sel if _key(r) in old]
+        if pairs:
+            lower = sum(now < was for was, now in pairs)
+            higher = sum(now > was for was, now in pairs)
+            lines.append(f"Peak / LOAD against the earlier run: lower in {lower} calls, higher in {higher}, "
+                         f"level in {len(pairs) - lower - higher}.")
+        lines.append("")
     return "\n".join(lines)
 
 
