@@ -73,7 +73,7 @@ def report(doc: dict) -> str:
     """The Markdown table: overrun per instance and limit, with the earlier run's where given."""
     old = {_key(r): r for r in doc.get("compare_rows", [])}
     limits = doc["limits"]
-    lines = [f"# How far past `time_limit` `best` and `exact` return",
+    lines = ["# How far past `time_limit` `best` and `exact` return",
              "",
              f"Generated {doc['date']} on {doc['machine']} by `{doc['command']}`"
              + (f"; the earlier run: `{doc['compare_command']}`" if old else "") + ". "

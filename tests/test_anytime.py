@@ -129,8 +129,8 @@ def test_prepare_ranks_the_preorders_it_is_given_before_the_threads_start():
 
 
 def test_a_deadline_that_passes_while_the_problem_is_cut_leaves_its_periods_unsearched(monkeypatch):
-    # the busy periods' overlap lists take 0.1-0.2 s at 5,000-10,000 rows: a caller short of time
-    # gets the periods the deadline cut short as unsearchable (no search, no proof), not an overrun
+    # a caller out of time gets the busy periods not prepared by its deadline as unsearchable (no
+    # search, no proof), not an overrun
     import time
 
     from dsa.strategies import _canonical_search as canonical
@@ -144,7 +144,7 @@ def test_a_deadline_that_passes_while_the_problem_is_cut_leaves_its_periods_unse
     assert late.stuck(plan) == plan_peak(p, plan)  # (the peak is set by a period it cannot search)
     out, info = late.lower_peak(plan, time_limit=1.0)
     assert (out == plan).all() and info["proven_lower_bound"] <= dsa.load(p)
-    # the deadline passes between the first period's start and its first block of overlaps
+    # the deadline passes between the first period's start and its time-overlap lists
     seen = []
 
     def past(deadline):
@@ -154,7 +154,7 @@ def test_a_deadline_that_passes_while_the_problem_is_cut_leaves_its_periods_unse
     monkeypatch.setattr(canonical, "_past", past)
     midway = canonical.CanonicalSearch(p, deadline=0.0)
     assert midway.cut_short and all(per.late and not per.searchable for per in midway.periods)
-    # the first period's start, its first block, then each other period's start
+    # the first period's start, its time-overlap lists, then each other period's start
     assert seen == [False, True] + [True] * (len(midway.periods) - 1)
 
 

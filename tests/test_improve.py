@@ -270,17 +270,19 @@ def test_local_search_rejects_unknown_parameters():
         search_orders(p, [0, 1], time_limit=0.1, colour="blue")
 
 
-@pytest.mark.parametrize("block", [1, 7, 512])
-def test_time_neighbours_found_a_block_of_rows_at_a_time_are_those_of_the_whole_matrix(monkeypatch, block):
-    p = dsa.generate.random_trace(300, seed=5, kind="uniform")
+@pytest.mark.parametrize("kind", ["uniform", "dnn"])
+def test_a_periods_time_neighbours_are_those_of_the_whole_matrix(monkeypatch, kind):
+    p = dsa.generate.random_trace(300, seed=5, kind=kind)
     rows = np.arange(len(p))
-    monkeypatch.setattr(canonical, "OVERLAP_BLOCK", block)
     per = canonical._Period(p, rows)
     st, en = p.starts, p.ends
     ov = (st[:, None] < en[None, :]) & (st[None, :] < en[:, None])
     np.fill_diagonal(ov, False)
     assert np.array_equal(per.adj_ptr, np.concatenate([[0], np.cumsum(ov.sum(axis=1))]))
-    assert np.array_equal(per.adj, np.nonzero(ov)[1])
-    # over MAX_DEGREE_SUM neighbour pairs in all: not searched, whichever block the sum passes it in
+    for i in range(len(p)):  # (in any order: the search does not depend on it)
+        assert sorted(per.adj[per.adj_ptr[i]:per.adj_ptr[i + 1]]) == np.flatnonzero(ov[i]).tolist()
+    # over MAX_DEGREE_SUM neighbour pairs in all (counted before the lists are made): not searched
     monkeypatch.setattr(canonical, "MAX_DEGREE_SUM", int(ov.sum()) - 1)
     assert not canonical._Period(p, rows).searchable
+    monkeypatch.setattr(canonical, "MAX_DEGREE_SUM", int(ov.sum()))
+    assert canonical._Period(p, rows).searchable

@@ -43,7 +43,6 @@ __all__ = ["CanonicalSearch", "lower_peak", "random_dives", "feasible", "warm", 
 # LOAD); exact on 4 of both: 2 lower, 2 level
 MAX_BUFFERS = 10_000
 MAX_DEGREE_SUM = 2_000_000  # bound on the number of (buffer, time-neighbour) pairs of a period
-OVERLAP_BLOCK = 512         # rows of a period whose time neighbours are found at once
 MAX_SPAN_SUM = 4_000_000    # bound on sum over buffers of the sections they span
 # static preorders (tie-breaks of the dynamic order), as letters: T = largest section total the
 # buffer meets (recomputed from the unplaced sizes for each piece of a decomposition, as MiniMalloc
@@ -124,28 +123,22 @@ class _Period:
         if not self.searchable:
             return
         S = len(times) - 1
-        # time-overlap lists (CSR), OVERLAP_BLOCK rows at a time (the whole matrix would take m^2
-        # bytes several times over: 100 MB each at 10,000 rows)
-        deg = np.zeros(m, np.int64)
-        cols = []
-        pairs = 0
-        for a in range(0, m, OVERLAP_BLOCK):
-            if _past(deadline):  # (0.1-0.2 s in all at 5,000-10,000 rows)
-                self.searchable = False
-                self.late = True
-                return
-            b = min(m, a + OVERLAP_BLOCK)
-            ov = (st[a:b, None] < en[None, :]) & (st[None, :] < en[a:b, None])
-            ov[np.arange(b - a), np.arange(a, b)] = False
-            deg[a:b] = ov.sum(axis=1)
-            pairs += int(deg[a:b].sum())
-            if pairs > MAX_DEGREE_SUM:
-                self.searchable = False
-                return
-            cols.append(np.nonzero(ov)[1])
-        self.adj_ptr = np.zeros(m + 1, np.int64)
-        np.cumsum(deg, out=self.adj_ptr[1:])
-        self.adj = np.concatenate(cols).astype(np.int64) if cols else np.zeros(0, np.int64)
+        # time-overlap lists (CSR; the search does not depend on their order), counted first in
+        # O(m log m): rows in start order that start before a row ends overlap it
+        by_start = np.sort(st)
+        later = np.searchsorted(by_start, np.sort(en), side="left")
+        if 2 * (int(later.sum()) - m * (m + 1) // 2) > MAX_DEGREE_SUM:
+            self.searchable = False
+            return
+        if _past(deadline):
+            self.searchable = False
+            self.late = True
+            return
+        from dsa._kernels.time_overlap import overlap_csr
+
+        ptr, adj = overlap_csr(st, en)  # O(m log m + pairs)
+        self.adj_ptr = ptr.astype(np.int64)
+        self.adj = adj.astype(np.int64)
         # buffers alive in each section (CSR, grouped by section)
         owner = np.repeat(np.arange(m, dtype=np.int64), spans)
         sec = np.arange(len(owner), dtype=np.int64) - np.repeat(np.cumsum(spans) - spans, spans) \
@@ -287,9 +280,9 @@ class CanonicalSearch:
     ----------
     problem : dsa.Problem
     deadline : float, optional
-        A ``time.perf_counter()`` time: the busy periods whose preparation it cuts short (their
-        time-overlap lists take 0.1-0.2 s at 5,000-10,000 rows) are left unsearchable, so that a
-        caller short of time does not overrun it. Default: none.
+        A ``time.perf_counter()`` time: the busy periods not prepared by then (their time-overlap
+        lists and sections: 10-15 ms at 5,000-10,000 rows) are left unsearchable, so that a caller
+        out of time does not overrun it. Default: none.
 
     Attributes
     ----------

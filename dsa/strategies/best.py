@@ -566,7 +566,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
     def dive_search():
         from dsa.strategies._canonical_search import CanonicalSearch
 
-        with cutting:  # (the problem cut into busy periods, once: 0.1-0.2 s at 5,000 rows)
+        with cutting:  # (the problem cut into busy periods, once: 10-15 ms at 5,000-10,000 rows)
             if dives["search"] is None:
                 dives["search"] = CanonicalSearch(problem, deadline=budget.deadline)
             return dives["search"]
