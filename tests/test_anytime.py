@@ -226,6 +226,30 @@ def test_random_dives_leave_the_rest_of_the_time_once_they_stall(large, monkeypa
     assert np.array_equal(out, start)
 
 
+def test_random_dives_start_no_dive_that_the_time_left_cannot_hold(large, monkeypatch):
+    # a dive takes about DIVE_ROW2_S x rows^2 seconds at first, then what the whole dives took
+    import time
+
+    from dsa.strategies import _canonical_search as canonical
+
+    start = dsa.solve(large, "best", improve=False).offsets
+    monkeypatch.setattr(canonical, "DIVE_ROW2_S", 1e3)  # (more than any limit here)
+    out, stats = canonical.random_dives(large, start, time_limit=1.0, seed=0)
+    assert stats["dives"] == 0 and np.array_equal(out, start) and not stats["stalled"]
+    # a first dive that takes 0.3 s of 0.4 (on one thread): the 0.1 s left cannot hold a second
+    # (with the figure not learned, a second would start and end 0.2 s past the limit)
+    monkeypatch.setattr(canonical, "DIVE_ROW2_S", 1e-15)
+    monkeypatch.setattr(canonical, "THREADS", 1)
+
+    def slow(self, cap, node_limit, key):
+        time.sleep(0.3)
+        return 2, node_limit, np.zeros(len(self.rows), np.int64)
+
+    monkeypatch.setattr(canonical._Period, "dive", slow)
+    out, stats = canonical.random_dives(large, start, time_limit=0.4, seed=0)
+    assert stats["dives"] == 1 and np.array_equal(out, start)
+
+
 def _turns(monkeypatch, large, blocked, search=None, cuts=None):
     """The searches improve_plan runs on a large problem, in order, each replaced by a stand-in that
     takes 0.02 s and lowers nothing (the random dives' stand-in reports ``blocked`` as given).
