@@ -16,8 +16,9 @@ members of the portfolio of :mod:`dsa.strategies.best` run first (a millisecond 
 real traces one of them reaches ``lo``, which ends the call). Then a first look
 (:meth:`dsa.strategies._canonical_search.CanonicalSearch.first_look`) searches ``lo`` itself with
 every preorder, 100 nodes per buffer each and at most a tenth of the time left: a plan there is
-optimal and ends the call. Otherwise the incumbent comes from the whole portfolio (without its
-improvement phase); under a time limit, :func:`dsa.strategies.best.bound_look` (restarted skyline
+optimal and ends the call. Otherwise the incumbent is the lower of the greedy members' plan and
+that of the portfolio's costlier members (its strategy members, each run only where the time left
+is likely to hold it, see ``best.STRATEGY_WAVES``; without its improvement phase); under a time limit, :func:`dsa.strategies.best.bound_look` (restarted skyline
 dives at ``lo``, a share of the time left, on problems where they can plan there: a plan is optimal
 and ends the call) runs, and :meth:`~dsa.strategies._canonical_search.CanonicalSearch.lower_peak` (the
 improvement phase of ``best`` too) runs rounds with a node budget that grows threefold from round to
@@ -41,7 +42,7 @@ search anytime when it does not.
 Decision mode (``problem.capacity`` set, as ``dsa.solve(..., capacity=C)`` does). The greedy
 members' plan is taken if it fits. When ``C`` is the bound, the first look comes next (it is the
 first round of the decision's own search, so nothing is lost when it fails; above the bound a failed
-look would be wasted, and the portfolio's plan often fits there); then the whole portfolio's plan is
+look would be wasted, and the portfolio's plan often fits there); then the costlier members' plan is
 taken if it fits. Otherwise the search stops at the first plan within ``C`` (status FEASIBLE, or
 OPTIMAL when it meets the bound), or proves that none exists (status INFEASIBLE,
 ``lower_bound = C + 1``, the portfolio's plan is returned for inspection), or runs out of budget
@@ -211,7 +212,7 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
     wave = [0.0]  # the longest wave of the portfolio's greedy members
 
     def start(members):
-        """The portfolio's plan (``members``: the greedy ones only, or None: all of them), within
+        """The portfolio's plan with ``members`` (the greedy ones, or then the costlier ones), within
         what is left of the time limit (the portfolio always runs its first member: a plan)."""
         left = None if budget.deadline is None else max(budget.remaining(), MIN_PORTFOLIO_S)
         sol = call(best.solve, problem, context, time_limit=left, improve=False, members=members,
