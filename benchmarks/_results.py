@@ -16,6 +16,18 @@ import sys
 from pathlib import Path
 
 
+def this_checkouts_generator():
+    """This checkout's ``dsa/generate.py`` as a standalone module, so that instances come from it
+    even when a script's ``--src`` puts another checkout's dsa first on the path."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "dsa" / "generate.py"
+    spec = importlib.util.spec_from_file_location("_dsa_generate", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def provenance(script: str, argv) -> dict:
     """``date``, ``machine`` and the ``command`` that ran ``benchmarks/<script>`` with ``argv``."""
     return {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),

@@ -19,7 +19,6 @@ JSON) beside this one's in the report. Writes ``OUT.json`` and ``OUT.md``.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import time
@@ -30,19 +29,13 @@ SEED = 7
 _HERE = Path(__file__).resolve().parent
 
 
-def _generator():
-    """This checkout's dsa/generate.py as a standalone module (``--src`` may put another dsa first)."""
-    spec = importlib.util.spec_from_file_location("_dsa_generate", _HERE.parent / "dsa" / "generate.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def measure(args) -> list:
     """One row per (family, size, strategy, limit): overrun, peak / LOAD, status."""
     import dsa
 
-    gen = _generator()
+    from _results import this_checkouts_generator
+
+    gen = this_checkouts_generator()
     dsa.warmup()
     for strategy in args.strategies:  # (every kernel the calls below use, loaded before any is timed)
         dsa.solve(gen.rectangle_cut(1500, seed=1), strategy, time_limit=2.0)
