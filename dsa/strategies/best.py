@@ -200,7 +200,7 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
     stream = itertools.chain(members, itertools.repeat(("random", "best"), int(restarts)))
     orders: dict = {}
     state = {"best": None, "peak": None, "winner": None, "peaks": {}, "random": 0, "cut": False,
-             "wave_max": 0.0}
+             "wave_max": 0.0}  # (the longest wave of greedy members)
 
     def prepare(member):
         order, fit = member
@@ -228,7 +228,6 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
     workers = max_threads(min(os.cpu_count() or 1, MAX_THREADS)) if len(problem) >= PARALLEL_MIN_N else 1
     pool = ThreadPoolExecutor(workers) if workers > 1 else None
     wave_s = 0.0  # how long the last wave of greedy members took
-    wave_max = 0.0  # ... the longest one
     member_max = 0.0  # the longest member that is not a greedy pass (see STRATEGY_WAVES)
     try:
         member, done = next(stream, None), False
@@ -252,13 +251,13 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
                         break
                 # (a first call's compile, which moves the deadline too, does not count)
                 wave_s = time.perf_counter() - t_wave - (jit_seconds() - jit_wave)
-                wave_max = state["wave_max"] = max(wave_max, wave_s)
+                state["wave_max"] = max(state["wave_max"], wave_s)
                 continue
             current, member = member, next(stream, None)
             if members_max_n is not None and (len(problem) > members_max_n or sweep.dense):
                 continue  # large or densely overlapping: the default strategy members cost too much
             if (state["best"] is not None and budget.deadline is not None
-                    and budget.remaining() < max(member_waves(current) * wave_max, member_max)):
+                    and budget.remaining() < max(member_waves(current) * state["wave_max"], member_max)):
                 state["cut"] = True  # it would likely end past the deadline (later ones may be greedy)
                 continue
             label = _member_label(current)
