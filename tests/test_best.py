@@ -121,6 +121,7 @@ def test_a_strategy_member_takes_options_as_a_name_options_pair():
     ([("best", {})], "member of itself"),
     ([("nosuch", {})], "unknown strategy"),
     ([("gergov", "fast")], "a member must be"),
+    ([("buchsbaum", {"restart": 4})], "buchsbaum takes no option restart; it takes .*restarts"),
     ([3], "a member must be"),
     ([], "members is empty"),
 ])

@@ -127,7 +127,7 @@ def _member_label(member) -> str:
 
 def _parse_members(members):
     """Turn ``members`` into a list of ``(order, fit)`` pairs, registry names and callables."""
-    from dsa.strategies import resolve_name
+    from dsa.strategies import resolve_name, strategy_options
 
     if members is None:
         return list(MEMBERS) + list(STRATEGY_MEMBERS)
@@ -152,6 +152,11 @@ def _parse_members(members):
             name = resolve_name(m[0])
             if name == "best":
                 raise ValueError("best cannot be a member of itself")
+            names, any_keyword = strategy_options(name)
+            unknown = sorted(str(k) for k in m[1] if k not in names and not any_keyword)
+            if unknown:  # (a misspelt option would be dropped without a word)
+                raise ValueError(f"member {m!r}: {name} takes no option {', '.join(unknown)}; it takes "
+                                 f"{', '.join(sorted(names)) or 'none'}")
             out.append((name, dict(m[1])))
         else:
             raise ValueError(f"a member must be 'order/fit', a strategy name, a (strategy name, options) "
@@ -781,10 +786,10 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
     members : list, optional
         The portfolio: greedy members as ``"order/fit"`` strings (``"size/first"``), registered
         strategy names (``"gergov"``), ``(name, options)`` pairs (``("buchsbaum", {"restarts": 4})``:
-        the strategy with those options) and callables ``f(problem) -> Solution or offsets``.
-        Default: every ordering x both fits, then the cheap constructive strategies
-        (``STRATEGY_MEMBERS``, on problems of up to ``STRATEGY_MEMBERS_MAX_N`` rows that do not
-        overlap densely).
+        the strategy with those options, each one it must take, else ``ValueError``) and callables
+        ``f(problem) -> Solution or offsets``. Default: every ordering x both fits, then the cheap
+        constructive strategies (``STRATEGY_MEMBERS``, on problems of up to
+        ``STRATEGY_MEMBERS_MAX_N`` rows that do not overlap densely).
     restarts : int, default 0
         Random orderings tried after the members (best fit), seeded from ``seed``.
     improve : bool, default True
