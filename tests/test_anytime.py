@@ -359,3 +359,40 @@ def test_twins_link_each_free_buffer_to_the_identical_free_one_ranked_just_befor
                           and rank[a] < rank[b]]
                 assert twins[b] == (max(before, key=lambda a: rank[a]) if before else -1)
             assert (twins >= 0).sum() > 0
+
+
+def test_a_round_of_lower_peak_that_lowers_the_peak_keeps_its_node_budget(monkeypatch):
+    # each round opens with the probe of the bound (every preorder, resumed), whose share per
+    # preorder is the round's budget: the next round gets the same budget after a round that found a
+    # lower plan, GROWTH times it after one that did not (under a node limit the search does not
+    # depend on timing)
+    from dsa.strategies import _canonical_search as canonical
+
+    events = []
+    race = canonical.CanonicalSearch.race
+
+    def spy(self, cap, incumbent, share, heuristics=canonical.HEURISTICS, **kw):
+        if kw.get("resume") and tuple(heuristics) == canonical.HEURISTICS:
+            events.append(share)  # (only the bound is resumed)
+        return race(self, cap, incumbent, share, heuristics, **kw)
+
+    monkeypatch.setattr(canonical.CanonicalSearch, "race", spy)
+    p = rectangle_cut(100, seed=3, pinwheel=0.5)
+    start = dsa.solve(p, "bump").offsets
+    out, stats = canonical.lower_peak(
+        p, start, time_limit=120.0, node_limit=3_000_000,
+        progress=lambda event, *_: events.append(None) if event == "plan" else None)
+    dsa.validate(p, out)
+    assert plan_peak(p, out) == stats["peak"] < plan_peak(p, start)
+    rounds = []  # [budget, lowered the peak]
+    for e in events:
+        if e is None:
+            rounds[-1][1] = True
+        else:
+            rounds.append([e, False])
+    assert len(rounds) == stats["rounds"] or len(rounds) == stats["rounds"] + 1  # (a last, cut one)
+    kinds = set()
+    for (budget, lowered), (following, _) in zip(rounds, rounds[1:-1]):
+        assert following == (budget if lowered else canonical.GROWTH * budget)
+        kinds.add(lowered)
+    assert kinds == {True, False}  # both rules were exercised

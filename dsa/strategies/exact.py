@@ -21,8 +21,9 @@ that of the portfolio's costlier members (its strategy members, each run only wh
 is likely to hold it, see ``best.STRATEGY_WAVES``; without its improvement phase); under a time limit, :func:`dsa.strategies.best.bound_look` (restarted skyline
 dives at ``lo``, a share of the time left, on problems where they can plan there: a plan is optimal
 and ends the call) runs, and :meth:`~dsa.strategies._canonical_search.CanonicalSearch.lower_peak` (the
-improvement phase of ``best`` too) runs rounds with a node budget that grows threefold from round to
-round, its searches of ``lo`` going on from where the first look left them:
+improvement phase of ``best`` too) runs rounds with a node budget that grows threefold after each
+round that did not lower the peak (one that did keeps its budget), its searches of ``lo`` going on
+from where the first look left them:
 
 1. probe ``lo`` with every static preorder: a plan there is optimal; a completed search raises
    ``lo`` by one;
