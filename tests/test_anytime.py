@@ -365,9 +365,10 @@ def test_a_round_of_lower_peak_that_lowers_the_peak_keeps_its_node_budget(monkey
     # each round opens with the probe of the bound (every preorder, resumed), whose share per
     # preorder is the round's budget: the next round gets the same budget after a round that found a
     # lower plan, GROWTH times it after one that did not (under a node limit the search does not
-    # depend on timing)
+    # depend on timing; its batches of preorders depend on the threads, so they are fixed)
     from dsa.strategies import _canonical_search as canonical
 
+    monkeypatch.setattr(canonical, "THREADS", 2)
     events = []
     race = canonical.CanonicalSearch.race
 
