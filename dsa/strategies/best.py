@@ -133,6 +133,13 @@ def _parse_members(members):
         return list(MEMBERS) + list(STRATEGY_MEMBERS)
     if isinstance(members, str) or not hasattr(members, "__iter__"):
         raise ValueError(f"members must be a list of names or callables, got {members!r}")
+
+    def strategy(raw):
+        name = resolve_name(raw)
+        if name == "best":
+            raise ValueError("best cannot be a member of itself")
+        return name
+
     out = []
     for m in members:
         if callable(m):
@@ -144,14 +151,9 @@ def _parse_members(members):
                                  f"{sorted(ORDERINGS)} or 'random' and fit in {FITS}")
             out.append((order, fit))
         elif isinstance(m, str):
-            name = resolve_name(m)
-            if name == "best":
-                raise ValueError("best cannot be a member of itself")
-            out.append(name)
+            out.append(strategy(m))
         elif isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], str) and isinstance(m[1], dict):
-            name = resolve_name(m[0])
-            if name == "best":
-                raise ValueError("best cannot be a member of itself")
+            name = strategy(m[0])
             names, any_keyword = strategy_options(name)
             unknown = sorted(str(k) for k in m[1] if k not in names and not any_keyword)
             if unknown:  # (a misspelt option would be dropped without a word)
