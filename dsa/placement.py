@@ -12,7 +12,9 @@ Deep Neural Net Inference", MLSys 2020 workshop, arXiv:2001.03288, generalised t
 per-buffer alignment and fixed offsets.
 
 Complexity: O(n log n + E + sum_i k_i log k_i) time, where E is the number of intersecting lifetime
-pairs and k_i the placed neighbours of buffer i; O(n + E) memory.
+pairs and k_i the placed neighbours of buffer i; O(n + E) memory. Orders by start (without fixed
+buffers) take a sweep over time instead: O(n log n + n L) time for at most L buffers alive at once,
+O(n) memory.
 """
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ FITS = ("best", "first")
 SMALL_N = 32
 
 
-def greedy_offsets(problem, order, fit: str = "best", *, sweep=None, engine: str = "auto") -> np.ndarray:
+def greedy_offsets(problem, order, fit: str = "best", *, sweep=None, engine: str = "auto",
+                   stop=None) -> np.ndarray:
     """Offsets from placing the non-fixed rows in ``order`` (an array of row indices) with ``fit``.
 
     Rows missing from ``order`` that are not fixed are placed last, by index. ``sweep`` (a
@@ -41,8 +44,15 @@ def greedy_offsets(problem, order, fit: str = "best", *, sweep=None, engine: str
     yet are placed by a numpy loop instead of the numba kernel (a rule on the size alone, see
     :func:`dsa._kernels.use_numpy`; the environment variable ``DSA_ENGINE`` overrides it), and
     problems whose rows mostly meet in time (:attr:`dsa.sweep.Sweep.dense`) by a kernel that needs no
-    overlap graph. ``engine="numpy"`` always takes the numpy loop (O(n^2) time and O(n) memory; numba
-    is never imported), ``engine="kernel"`` the kernels. All paths give the same plan.
+    overlap graph, and so are orders whose starts never decrease on problems without fixed rows (a
+    sweep over time, :func:`dsa._kernels.greedy.place_by_start`: O(n log n + n L) for at most ``L``
+    rows alive at once; 0.16-0.2 s against 2.3 s with the graph on a rectangle cut of 100,000
+    buffers). ``engine="numpy"`` always takes the numpy loop (O(n^2) time and O(n) memory; numba is
+    never imported), ``engine="kernel"`` the kernels. All paths give the same plan.
+
+    ``stop``, an int64 array of one element, lets another thread cut a placement short: once it is
+    non-zero, the kernels return within a few hundred rows, the rows not placed yet left at -1 (the
+    numpy loop does not read it). Without one, every row is placed.
     """
     if fit not in FITS:
         raise ValueError(f"unknown fit {fit!r}; valid fits: {', '.join(FITS)}")
@@ -64,17 +74,25 @@ def greedy_offsets(problem, order, fit: str = "best", *, sweep=None, engine: str
     cold = sweep is None or "overlap" not in sweep.__dict__
     if use_numpy(n, SMALL_N if cold else 0, engine):
         return _place_small(problem, order, offsets, fit == "best")
-    from dsa._kernels.greedy import place, place_dense
+    from dsa._kernels.greedy import place, place_by_start, place_dense
     from dsa.sweep import Sweep
 
+    stop = np.zeros(1, dtype=np.int64) if stop is None else stop
+
+    if not fixed.any() and len(order) > 1 and bool((np.diff(problem.starts[order]) >= 0).all()):
+        # in order of start, the placed rows that meet a row are those alive at its start: a sweep
+        # over time finds them without the overlap graph (O(n L) for L rows alive at once)
+        place_by_start(order, problem.starts, problem.ends, problem.sizes, problem.alignments, offsets,
+                       fit == "best", stop)
+        return offsets
     sweep = sweep or Sweep(problem)
     if "overlap" not in sweep.__dict__ and sweep.dense:
         # most pairs meet: the overlap graph would take O(n^2) memory for little gain
         place_dense(order, problem.starts, problem.ends, problem.sizes, problem.alignments, offsets,
-                    fit == "best")
+                    fit == "best", stop)
         return offsets
     indptr, indices = sweep.overlap
-    place(order, problem.sizes, problem.alignments, offsets, indptr, indices, fit == "best")
+    place(order, problem.sizes, problem.alignments, offsets, indptr, indices, fit == "best", stop)
     return offsets
 
 

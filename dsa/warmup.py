@@ -109,7 +109,7 @@ def warmup(*, verbose: bool = False) -> dict:
                 options = {"time_limit": 0.5} if name in ("best", "exact") else {}
                 solve(problem, name, **options)
             say(name)
-        for order, fit in (("size", "first"), ("breadth", "best")):
+        for order, fit in (("size", "first"), ("breadth", "best"), ("start", "first")):
             solve(problems[0], "greedy", order=order, fit=fit)
         solve(problems[0], "gergov", variant=("stack", "rebump", "squeeze"))
         solve(problems[0], "mincost_flow", layout="stack")

@@ -271,6 +271,69 @@ def test_dense_and_graph_kernels_agree(problem, seed):
             assert np.array_equal(graph, dense), (order, fit)
 
 
+@given(problem=problems(max_n=12, fixed=False), perm=st.randoms(use_true_random=False))
+@settings(max_examples=80)
+def test_the_sweep_by_start_places_as_the_graph_kernel_does(problem, perm):
+    """An order whose starts never decrease (ties in any order) is placed by a sweep over time,
+    without the overlap graph: the same plans as the graph kernel, and first fit is the reference
+    lowest fit."""
+    from dsa._kernels.greedy import place, place_by_start
+    from dsa.sweep import Sweep
+
+    keys = [perm.random() for _ in range(len(problem))]
+    rows = np.array(sorted(range(len(problem)), key=lambda r: (int(problem.starts[r]), keys[r])), dtype=np.int64)
+    indptr, indices = Sweep(problem).overlap
+    for best_fit in (True, False):
+        graph = np.full(len(problem), -1, dtype=np.int64)
+        place(rows, problem.sizes, problem.alignments, graph, indptr, indices, best_fit, np.zeros(1, dtype=np.int64))
+        swept = np.full(len(problem), -1, dtype=np.int64)
+        place_by_start(rows, problem.starts, problem.ends, problem.sizes, problem.alignments, swept, best_fit,
+                       np.zeros(1, dtype=np.int64))
+        assert np.array_equal(graph, swept), best_fit
+        if not best_fit:
+            lowest = lowest_fit_plan(problem.starts.tolist(), problem.ends.tolist(), problem.sizes.tolist(),
+                                     rows.tolist(), problem.alignments.tolist())
+            assert swept.tolist() == list(lowest)
+
+
+def test_greedy_offsets_takes_the_sweep_only_for_orders_by_start_without_fixed_rows(monkeypatch):
+    import dsa._kernels
+    import dsa._kernels.greedy as kernels
+    from dsa.strategies import greedy
+    from dsa.strategies._orders import order_rows
+
+    monkeypatch.setattr(dsa._kernels, "FORCE", "kernel")
+    calls = []
+    real = kernels.place_by_start
+    monkeypatch.setattr(kernels, "place_by_start", lambda *a: calls.append(1) or real(*a))
+    p = dsa.generate.rectangle_cut(60, seed=2)
+    by_start = greedy.greedy_offsets(p, order_rows(p, "start"), "best")
+    assert len(calls) == 1
+    greedy.greedy_offsets(p, order_rows(p, "size"), "best")
+    pinned = p.replace(fixed_offsets=np.where(np.arange(len(p)) == 0, by_start, -1))
+    greedy.greedy_offsets(pinned, order_rows(pinned, "start"), "best")
+    assert len(calls) == 1  # (not by start; a fixed row)
+
+
+@pytest.mark.parametrize("path", ["start", "graph", "dense"])
+def test_a_placement_kernel_returns_at_once_when_told_to_stop(monkeypatch, path):
+    # the portfolio sets the flag at the deadline: the rows not placed are left at -1
+    import dsa._kernels
+    from dsa.strategies import greedy
+    from dsa.strategies._orders import order_rows
+    from dsa.sweep import Sweep
+
+    monkeypatch.setattr(dsa._kernels, "FORCE", "kernel")
+    p = dsa.generate.rectangle_cut(400, seed=1)
+    rows = order_rows(p, "start" if path == "start" else "size")
+    sweep = Sweep(p)
+    if path == "dense":
+        monkeypatch.setattr(Sweep, "dense", property(lambda self: True))
+    go, halt = np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.int64)
+    assert (greedy.greedy_offsets(p, rows, "best", sweep=sweep, stop=go) >= 0).all()
+    assert (greedy.greedy_offsets(p, rows, "best", sweep=sweep, stop=halt) == -1).all()
+
+
 @given(problem=problems())
 def test_sweep_counts_the_overlapping_pairs(problem):
     from dsa.sweep import Sweep

@@ -25,7 +25,8 @@ def test_warmup_cli_fills_the_cache_that_a_later_process_loads(tmp_path):
     assert "kernel signatures" in first.stdout and "Traceback" not in first.stderr
     index = {p.name.split("-")[0] for p in cache.rglob("*.nbi")}
     for name in ("greedy.place", "time_overlap._overlap_fill", "canonical.canonical_search", "gergov.skyline",
-                 "buchsbaum.box_class", "mincost_flow.assign", "localsearch.decode", "greedy.place_dense"):
+                 "buchsbaum.box_class", "mincost_flow.assign", "localsearch.decode", "greedy.place_dense",
+                 "greedy.place_by_start"):
         assert name in index, sorted(index)
     # a second process with the same cache loads instead of compiling
     code = ("import json, dsa; first = dsa.warmup(); "

@@ -8,6 +8,7 @@ overall.
 import numpy as np
 from dsa._kernels import kernel
 
+from dsa._kernels.heap import heap_pop, heap_push
 from dsa._kernels.sorting import sort_pairs
 
 from dsa._kernels.time_overlap import overlap_csr  # noqa: F401  (re-exported: older imports name it here)
@@ -17,15 +18,21 @@ from dsa._kernels.time_overlap import overlap_csr  # noqa: F401  (re-exported: o
 # our own instead of np.argsort, whose numba version costs seconds to compile in every process
 _sort_by_lo = sort_pairs
 
+# the placement kernels read their stop flag once per this many rows (a row costs 0.1-30 us)
+STOP_EVERY = 256
+
 
 # nogil: a portfolio runs several placements on threads
-@kernel("i8[]r", "i8[]r", "i8[]r", "i8[]", "i8[]r", "i4[]r", "b1", nogil=True)
-def place(order, sizes, aligns, offsets, indptr, indices, best_fit):
+@kernel("i8[]r", "i8[]r", "i8[]r", "i8[]", "i8[]r", "i4[]r", "b1", "i8[]r", nogil=True)
+def place(order, sizes, aligns, offsets, indptr, indices, best_fit, stop):
     """Place the rows of ``order`` one by one; ``offsets`` holds -1 for unplaced rows and is filled in.
 
     A row goes into the smallest gap that fits it (``best_fit``; ties to the lowest offset) or the
     lowest gap that fits it (first fit) between its placed time-neighbours, gaps starting at 0 and
     aligned up to the row's alignment; if no gap fits, on top of its highest placed neighbour.
+
+    ``stop`` (one element) is read every ``STOP_EVERY`` rows: once another thread has set it to a
+    non-zero value, the kernel returns at once, the rows not placed yet left at -1.
     """
     n_max = 0
     for i in range(len(indptr) - 1):
@@ -34,7 +41,10 @@ def place(order, sizes, aligns, offsets, indptr, indices, best_fit):
             n_max = d
     lo = np.empty(n_max, dtype=np.int64)
     hi = np.empty(n_max, dtype=np.int64)
-    for r in order:
+    for i in range(len(order)):
+        if i % STOP_EVERY == 0 and stop[0] != 0:
+            return offsets
+        r = order[i]
         size = sizes[r]
         a = aligns[r]
         if size == 0:
@@ -76,14 +86,14 @@ def _choose(lo, hi, k, size, a, best_fit):
     return best
 
 
-@kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]", "b1", nogil=True)
-def place_dense(order, starts, ends, sizes, aligns, offsets, best_fit):
+@kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]", "b1", "i8[]r", nogil=True)
+def place_dense(order, starts, ends, sizes, aligns, offsets, best_fit, stop):
     """The placement rule of :func:`place` without the overlap graph, for densely overlapping rows.
 
     All placed rows are kept in one list sorted by offset; a row scans it once, skipping the rows
     that do not meet it in time, and is then inserted at its offset. O(n) memory and O(n) work per
     row whatever the overlap: O(n^2) in all, which beats the graph (O(n^2) memory) when most pairs
-    of rows meet. Same plans as :func:`place`.
+    of rows meet. Same plans as :func:`place`, and the same ``stop``.
     """
     n = len(sizes)
     lst = np.empty(n, dtype=np.int64)
@@ -97,7 +107,10 @@ def place_dense(order, starts, ends, sizes, aligns, offsets, best_fit):
         lst[:m] = lst[:m][by]
     lo = np.empty(n, dtype=np.int64)
     hi = np.empty(n, dtype=np.int64)
-    for r in order:
+    for i in range(len(order)):
+        if i % STOP_EVERY == 0 and stop[0] != 0:
+            return offsets
+        r = order[i]
         size = sizes[r]
         if size == 0:
             offsets[r] = 0
@@ -111,19 +124,82 @@ def place_dense(order, starts, ends, sizes, aligns, offsets, best_fit):
                 lo[k] = offsets[j]
                 hi[k] = offsets[j] + sizes[j]
                 k += 1
-        best = _choose(lo, hi, k, size, aligns[r], best_fit)
-        offsets[r] = best
-        # insert r after the rows whose offset is at most its own (binary search, then shift)
-        left = 0
-        right = m
-        while left < right:
-            mid = (left + right) // 2
-            if offsets[lst[mid]] <= best:
-                left = mid + 1
-            else:
-                right = mid
-        for t in range(m, left, -1):
-            lst[t] = lst[t - 1]
-        lst[left] = r
-        m += 1
+        offsets[r] = _choose(lo, hi, k, size, aligns[r], best_fit)
+        m = _insert_by_offset(lst, m, offsets, r)
     return offsets
+
+
+@kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]", "b1", "i8[]r", nogil=True)
+def place_by_start(order, starts, ends, sizes, aligns, offsets, best_fit, stop):
+    """The placement rule of :func:`place` for an ``order`` whose starts never decrease, without the
+    overlap graph: a sweep over time.
+
+    Taken in such an order, the placed rows that meet a row are exactly those still alive at its
+    start, so the sweep keeps those alone, in one list sorted by offset (rows leave it, through a heap
+    of their ends, once their lifetime is over). A row scans the list once and is inserted at its
+    offset: O(n log n + n L) for at most ``L`` rows alive at once, against ``O(E log n)`` for ``E``
+    intersecting pairs with the graph. Same plans as :func:`place` (the obstacles are the same, in
+    the same offset order), and the same ``stop``. No row may be placed beforehand (``offsets`` all
+    -1): a fixed row starting later would be missed.
+    """
+    n = len(order)
+    lst = np.empty(n, dtype=np.int64)  # the live rows, by offset (distinct: they meet and have a size)
+    m = 0
+    ends_heap = np.empty(n, dtype=np.int64)  # the live rows, a min-heap on their ends
+    rows_heap = np.empty(n, dtype=np.int64)
+    hn = 0
+    lo = np.empty(n, dtype=np.int64)
+    hi = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        if k % STOP_EVERY == 0 and stop[0] != 0:
+            return offsets
+        r = order[k]
+        size = sizes[r]
+        if size == 0:
+            offsets[r] = 0
+            continue
+        while hn > 0 and ends_heap[0] <= starts[r]:  # rows whose lifetime is over leave the list
+            hn = heap_pop(ends_heap, rows_heap, hn)
+            m = _remove_by_offset(lst, m, offsets, rows_heap[hn])
+        for t in range(m):
+            j = lst[t]
+            lo[t] = offsets[j]
+            hi[t] = offsets[j] + sizes[j]
+        offsets[r] = _choose(lo, hi, m, size, aligns[r], best_fit)
+        m = _insert_by_offset(lst, m, offsets, r)
+        hn = heap_push(ends_heap, rows_heap, hn, ends[r], r)
+    return offsets
+
+
+@kernel("i8[]r", "i8", "i8[]r", "i8")
+def _after(lst, m, offsets, value):
+    """The first index of ``lst[:m]`` (rows by offset) whose row's offset exceeds ``value``."""
+    left = 0
+    right = m
+    while left < right:
+        mid = (left + right) // 2
+        if offsets[lst[mid]] <= value:
+            left = mid + 1
+        else:
+            right = mid
+    return left
+
+
+@kernel("i8[]", "i8", "i8[]r", "i8")
+def _insert_by_offset(lst, m, offsets, r):
+    """Insert row ``r`` into ``lst[:m]`` (rows by offset) after the rows whose offset is at most its
+    own; returns ``m + 1``."""
+    at = _after(lst, m, offsets, offsets[r])
+    for t in range(m, at, -1):
+        lst[t] = lst[t - 1]
+    lst[at] = r
+    return m + 1
+
+
+@kernel("i8[]", "i8", "i8[]r", "i8")
+def _remove_by_offset(lst, m, offsets, r):
+    """Remove row ``r`` from ``lst[:m]`` (rows by offset, no two at the same one); returns ``m - 1``."""
+    at = _after(lst, m, offsets, offsets[r]) - 1
+    for t in range(at, m - 1):
+        lst[t] = lst[t + 1]
+    return m - 1

@@ -211,7 +211,8 @@ def _pack_top(bx: _Boxing) -> np.ndarray:
     if len(top):
         indptr, indices = overlap_csr(s, e)
         order = np.lexsort((np.arange(len(top)), s, -(e - s), -h))
-        place(order, h, np.ones(len(top), dtype=np.int64), offsets, indptr, indices, True)
+        place(order, h, np.ones(len(top), dtype=np.int64), offsets, indptr, indices, True,
+              np.zeros(1, dtype=np.int64))
     top_off = np.zeros(bx.n, dtype=np.int64)
     top_off[top] = offsets
     return python_path(unbox, bx.n)(bx.parent[:bx.n], bx.inner[:bx.n], top_off)
