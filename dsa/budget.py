@@ -207,3 +207,51 @@ class Budget:
     def spend(self, nodes: int) -> None:
         """Record the nodes a chunk used."""
         self.nodes += int(nodes)
+
+    @contextlib.contextmanager
+    def alarm(self, flag):
+        """Within the ``with`` block, set ``flag[0] = 1`` once the time runs out.
+
+        For code that cannot read the clock and cannot be interrupted (a compiled kernel that releases
+        the GIL and reads ``flag`` now and then): a timer thread sets the flag at the deadline, or later
+        if the deadline has moved by kernel-loading time in the meantime (the timer is then set
+        again). Leaving the block cancels it. Without a time limit nothing is set.
+
+        Examples
+        --------
+        >>> import numpy as np, time
+        >>> flag = np.zeros(1, dtype=np.int64)
+        >>> with Budget(time_limit=0.01).alarm(flag):
+        ...     time.sleep(0.2)
+        >>> int(flag[0])
+        1
+        """
+        import threading
+
+        state = {"timer": None, "off": False}
+        lock = threading.Lock()
+
+        def arm():
+            with lock:
+                if state["off"]:
+                    return
+                timer = threading.Timer(self.remaining(), ring)
+                timer.daemon = True
+                state["timer"] = timer
+                timer.start()
+
+        def ring():
+            if self.remaining() > 0.0:
+                arm()  # the deadline moved (kernels compiled meanwhile)
+            else:
+                flag[0] = 1
+
+        if self._deadline is not None:
+            arm()
+        try:
+            yield flag
+        finally:
+            with lock:
+                state["off"] = True
+                if state["timer"] is not None:
+                    state["timer"].cancel()

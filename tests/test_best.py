@@ -63,6 +63,25 @@ def test_threads_do_not_change_the_portfolio(problem, restarts):
     assert serial.stats["peaks"] == threaded.stats["peaks"]
 
 
+@given(problems(max_n=12), st.integers(0, 2))
+@settings(max_examples=60)
+def test_running_the_members_by_start_first_keeps_the_portfolios_plan(problem, restarts):
+    # the lowest peak over the same members does not depend on their order, and ties go to the member
+    # listed first: the same plan, unless a member reached the bound (the portfolio stops at the
+    # first that does, which may be another; the peak is the bound either way). A limit that these
+    # portfolios never reach: under a short one a strategy member may be skipped for lack of time,
+    # which depends on the machine's load
+    from dsa.strategies import best
+
+    plain = dsa.solve(problem, "best", restarts=restarts, seed=3, improve=False, time_limit=60)
+    with mock.patch.object(best, "STARTS_FIRST_MIN_N", 0):
+        first = dsa.solve(problem, "best", restarts=restarts, seed=3, improve=False, time_limit=60)
+    assert first.success and first.peak == plain.peak
+    if plain.peak > plain.lower_bound:
+        assert np.array_equal(first.offsets, plain.offsets) and first.stats["member"] == plain.stats["member"]
+        assert first.stats["peaks"] == plain.stats["peaks"]  # (the same members ran, each with its peak)
+
+
 def test_the_search_proves_a_bound_above_load():
     # a 1-byte 4-aligned and a 2-byte 2-aligned buffer alive together: the bounds say 3, every
     # plan needs 4
@@ -176,6 +195,48 @@ def test_the_portfolio_starts_no_wave_that_the_time_left_cannot_hold(monkeypatch
     sol = dsa.solve(p, "best", members=["size/first", "size/best", "area/first"], time_limit=0.5,
                     improve=False)
     assert sol.success and sol.stats["portfolio_cut"] and list(sol.stats["peaks"]) == ["size/first"]
+
+
+def test_a_greedy_pass_still_running_at_the_deadline_is_stopped_and_dropped(monkeypatch):
+    # once a plan exists, the portfolio sets the placement kernels' stop flag at the deadline: the
+    # pass returns with rows left unplaced (-1), and its plan is dropped
+    import dsa.strategies.best as best_module
+
+    real = best_module.greedy_offsets
+
+    def stuck(problem, order, fit, **kwargs):
+        if not np.array_equal(order, best_module.order_rows(problem, "size")):
+            return real(problem, order, fit, **kwargs)
+        stop, t0 = kwargs["stop"], time.perf_counter()
+        while not stop[0] and time.perf_counter() - t0 < 10.0:
+            time.sleep(0.005)
+        return np.full(len(problem), -1, dtype=np.int64) if stop[0] else real(problem, order, fit, **kwargs)
+
+    monkeypatch.setattr(best_module, "greedy_offsets", stuck)
+    p = dsa.generate.rectangle_cut(200, seed=4)
+    sol = dsa.solve(p, "best", members=["start/first", "size/first"], time_limit=0.3, improve=False)
+    assert sol.success and sol.stats["member"] == "start/first" and sol.stats["portfolio_cut"]
+    assert sol.stats["peaks"]["size/first"] is None
+
+
+# greedy by size and by start take the same order here (sizes fall as starts rise): first fit gives
+# both the same plan, of peak 23, above LOAD (21)
+SAME_ORDER = dsa.Problem([0, 2, 5, 6, 8], [4, 7, 9, 7, 13], [9, 8, 7, 6, 1])
+
+
+def test_on_large_problems_the_members_by_start_run_first_and_ties_go_to_the_first_member(monkeypatch):
+    import dsa.strategies.best as best_module
+
+    members = ["size/first", "start/first"]
+    sol = dsa.solve(SAME_ORDER, "best", members=members, improve=False)
+    assert list(sol.stats["peaks"]) == members and sol.stats["member"] == "size/first"
+    monkeypatch.setattr(best_module, "STARTS_FIRST_MIN_N", 1)  # SAME_ORDER counts as large
+    sol = dsa.solve(SAME_ORDER, "best", members=members, improve=False)
+    assert list(sol.stats["peaks"]) == ["start/first", "size/first"]
+    assert sol.stats["peaks"]["start/first"] == sol.stats["peaks"]["size/first"] == 23
+    assert sol.stats["member"] == "size/first"
+    pinned = SAME_ORDER.replace(fixed_offsets=[0, -1, -1, -1, -1])  # a fixed row: the order stays
+    assert list(dsa.solve(pinned, "best", members=members, improve=False).stats["peaks"]) == members
 
 
 def test_the_portfolio_starts_no_strategy_member_that_the_time_left_cannot_hold():

@@ -98,6 +98,47 @@ def test_budget_time():
     assert b.grant(5) == 0 and b.remaining() == 0.0 and b.elapsed() > 0
 
 
+def test_budget_alarm_sets_its_flag_at_the_deadline_and_only_then():
+    import time as clock
+
+    flag = np.zeros(1, dtype=np.int64)
+    b = Budget(time_limit=0.05)
+    with b.alarm(flag):
+        t0 = clock.perf_counter()
+        while not flag[0] and clock.perf_counter() - t0 < 5:
+            clock.sleep(0.001)
+    assert flag[0] == 1 and b.exhausted
+    early = np.zeros(1, dtype=np.int64)
+    with Budget(time_limit=0.2).alarm(early):
+        pass  # left before the deadline: the timer is cancelled
+    clock.sleep(0.3)
+    assert early[0] == 0
+    never = np.zeros(1, dtype=np.int64)
+    with Budget(node_limit=5).alarm(never):  # no time limit: no timer
+        clock.sleep(0.05)
+    assert never[0] == 0
+
+
+def test_budget_alarm_waits_for_a_deadline_moved_by_compile_time(monkeypatch):
+    # kernel loading while the budget runs moves its deadline: the alarm rings at the moved one
+    import time as clock
+
+    import dsa.budget
+
+    jit = [0.0]
+    monkeypatch.setattr(dsa.budget, "jit_seconds", lambda: jit[0])
+    flag = np.zeros(1, dtype=np.int64)
+    b = Budget(time_limit=0.05)
+    jit[0] = 0.3  # (as if 0.3 s of compiling happened at once)
+    with b.alarm(flag):
+        clock.sleep(0.15)
+        assert flag[0] == 0 and not b.exhausted
+        t0 = clock.perf_counter()
+        while not flag[0] and clock.perf_counter() - t0 < 5:
+            clock.sleep(0.001)
+    assert flag[0] == 1 and b.exhausted
+
+
 @pytest.mark.parametrize("kw, match", [({"time_limit": 0}, "time_limit"), ({"time_limit": -1.0}, "time_limit"),
                                        ({"node_limit": 0}, "node_limit"), ({"node_limit": 2.5}, "node_limit"),
                                        ({"node_limit": True}, "node_limit")])
