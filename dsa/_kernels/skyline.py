@@ -38,7 +38,8 @@ from dsa._kernels.rng import uniform
 
 
 @njit(cache=True)
-def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed, well, right, reach, path):
+def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed, well, right, reach, path,
+          cost):
     """Whether some corner of the skyline can no longer be filled.
 
     A run ``[x, y)`` of columns at one height ``H`` whose left neighbour is higher has its bottom-left
@@ -56,8 +57,13 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, sla
     (its candidates are final) that has the fewest candidates (``count`` = -1: none such), on its
     left (``side`` 0: buffers starting at ``x``) or, when ``right``, right corner (1: buffers ending
     at ``y``).
+
+    ``cost[0]`` is raised by the steps taken beyond one pass over the columns (the columns of closed
+    wells and the buffers looked at in them and at the corners, placed ones too: up to all of them
+    per call on problems of tens of thousands of buffers), for the callers' work limits.
     """
     well[3] = -1
+    steps = 0
     t = 0
     while t < T:
         if rem[t] == 0:
@@ -73,9 +79,11 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, sla
             # a closed well: its bottom row is covered by buffers lying inside it, end to end (or
             # wasted where there is slack). reach[u]: a chain of such buffers leads from column u to y
             reach[y] = True
+            steps += y - x
             for u in range(y - 1, x - 1, -1):
                 ok = slack[u] > 0 and reach[u + 1]
                 k = bs_ptr[u]
+                steps += bs_ptr[u + 1] - k
                 while not ok and k < bs_ptr[u + 1]:
                     r = bs_rows[k]
                     k += 1
@@ -84,12 +92,14 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, sla
                         ok = True
                 reach[u] = ok
             if not reach[x]:
+                cost[0] += steps
                 return True
         if slack[x] == 0 and (x == 0 or rem[x - 1] == 0 or h[x - 1] > H):
             lim = y
             while lim < T and rem[lim] > 0 and h[lim] <= H:
                 lim += 1
             cnt = 0
+            steps += lim - y + bs_ptr[x + 1] - bs_ptr[x]
             for k in range(bs_ptr[x], bs_ptr[x + 1]):
                 r = bs_rows[k]
                 if not placed[r] and ce[r] <= lim and H + sz[r] <= rcap[r] and (al[r] <= 1 or H % al[r] == 0):
@@ -99,6 +109,7 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, sla
                     if lim != y:
                         break
             if cnt == 0:
+                cost[0] += steps
                 return True
             if lim == y and (well[3] < 0 or cnt < well[3]):
                 well[0] = x
@@ -111,6 +122,7 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, sla
             while lim >= 0 and rem[lim] > 0 and h[lim] <= H:
                 lim -= 1
             cnt = 0
+            steps += x - 1 - lim + be_ptr[y + 1] - be_ptr[y]
             for k in range(be_ptr[y], be_ptr[y + 1]):
                 r = be_rows[k]
                 if not placed[r] and cs[r] > lim and H + sz[r] <= rcap[r] and (al[r] <= 1 or H % al[r] == 0):
@@ -118,6 +130,7 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, sla
                     if lim != x - 1:
                         break
             if cnt == 0:
+                cost[0] += steps
                 return True
             if right and lim == x - 1 and (well[3] < 0 or cnt < well[3]):
                 well[0] = x
@@ -126,6 +139,7 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, sla
                 well[3] = cnt
                 well[4] = 1
         t = y
+    cost[0] += steps
     return False
 
 
@@ -228,9 +242,11 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, w
         Capacity.
     node_limit : int
     work_limit : int
-        A limit on the work, counted in column steps (two passes over the columns per node, and the
-        columns of the buffers each node places or looks at to raise a column): a node's cost grows
-        with the columns and with long lifetimes, so that a caller with a deadline limits this too.
+        A limit on the work, counted in column steps (two passes over the columns per node, the
+        columns of the buffers each node places or looks at to raise a column, and the columns and
+        buffers that the dead-end check :func:`_dead` looks at): a node's cost grows with the
+        columns, with long lifetimes and with the buffers, so that a caller with a deadline limits
+        this too.
     rng : uint64 array of length 1
         Random state (tie-breaks perturbed by ``noise``).
     noise : float
@@ -282,6 +298,7 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, w
     """
     n = len(sz)
     well = np.zeros(5, dtype=np.int64)
+    cost = np.zeros(1, dtype=np.int64)  # (the steps of _dead beyond one pass over the columns)
     reach = np.zeros(T + 1, dtype=np.bool_)
     well[3] = -1
     for t in range(T):
@@ -326,9 +343,12 @@ def dive(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, node_limit, w
             if depth >= maxd:
                 return -2, nodes
             fr_k[depth] = hk
-            if (len(memo) > 0 and memo[hk & mask] == hk) or _dead(
-                    cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed, well,
-                    mrv == 3, reach, path):
+            cost[0] = 0
+            dead = (len(memo) > 0 and memo[hk & mask] == hk) or _dead(
+                cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed, well,
+                mrv == 3, reach, path, cost)
+            work += cost[0]
+            if dead:
                 # no alternatives: a frame that is exhausted at once
                 fr_a[depth] = 0
                 fr_b[depth] = 0

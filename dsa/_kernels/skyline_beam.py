@@ -107,12 +107,13 @@ def beam(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, width, per_pa
     placed = np.zeros(n, np.bool_)
     well = np.zeros(5, np.int64)
     probe = np.zeros(5, np.int64)
+    cost = np.zeros(1, np.int64)  # (the steps of _dead beyond one pass over the columns)
     reach = np.zeros(T + 1, np.bool_)
     for t in range(T):
         rem[t] = R[0, 0, t]
         slack[t] = cap - rem[t]
     if _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed, well, True, reach,
-             path):
+             path, cost):
         return 0, 0
     WL[0, 0, :] = well
     RU[0, 0] = _runs(T, h, rem)
@@ -185,7 +186,9 @@ def beam(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, width, per_pa
                 nodes += 1
                 ru += _starts(T, h, rem, cs[r], ce[r])
                 alive = not _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed,
-                                  probe, True, reach, path)
+                                  probe, True, reach, path, cost)
+                work += cost[0]
+                cost[0] = 0
                 if alive and nc < maxc:
                     c_par[nc] = k
                     c_act[nc] = r
@@ -212,8 +215,11 @@ def beam(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, cap, width, per_pa
                     ru += _starts(T, h, rem, a, a + 1)
                     work += T
                     nodes += 1
-                    if not _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed,
-                                 probe, True, reach, path):
+                    dead = _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed,
+                                 probe, True, reach, path, cost)
+                    work += cost[0]
+                    cost[0] = 0
+                    if not dead:
                         c_par[nc] = k
                         c_act[nc] = -1
                         c_lvl[nc] = lvl
