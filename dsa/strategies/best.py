@@ -9,9 +9,9 @@ orderings size, duration, area, start, conflict and breadth, each with first fit
 (:class:`dsa.sweep.Sweep`). From ``PARALLEL_MIN_N`` rows on, greedy members run a few at a time on
 threads (the placement kernel releases the GIL), with results taken in member order, and from
 ``STARTS_FIRST_MIN_N`` rows on those by start first (a sweep over time, without the graph: a plan
-comes early). It stops as soon as a plan reaches
-the lower bound (LOAD), which proves it optimal; once a plan exists, a wave of greedy members still
-running at the deadline is stopped there and dropped.
+comes early). It stops as soon as a plan reaches the lower bound (LOAD), which proves it optimal;
+once a plan exists, a wave of greedy members still running at the deadline is stopped there and
+dropped.
 
 Phase 2, the improvement (within what remains of ``time_limit``): a MiniMalloc-style search over
 canonical plans (Moffitt, ASPLOS 2023), then restarted skyline dives (bottom-left fill with
@@ -284,6 +284,7 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
                     sweep.overlap  # (here, not in each thread: see solve)
                 # with a plan in hand, a pass still running at the deadline stops there (its rows
                 # not placed yet left at -1) and is dropped
+                stop[0] = 0
                 with budget.alarm(stop) if state["best"] is not None else contextlib.nullcontext():
                     results = list(pool.map(place, wave) if pool is not None else map(place, wave))
                 for job, offsets in zip(wave, results):
