@@ -25,7 +25,8 @@ instance), ``OUT.md`` (the table) and ``OUT.png`` (peak / LOAD against time), af
 check that what holds on the main set holds off it; ``--set omnimalloc`` a third: instances drawn by
 omnimalloc's own generators of known optimum (``OMNI_FAMILIES``), in the peer's environment; ``--set
 random`` a fourth: twelve instances whose generator settings are drawn at random from their seeds
-(``random_settings``), none chosen by anyone.
+(``random_settings``), none chosen by anyone; ``--random-seeds FIRST-LAST`` draws it from other seeds
+(settings that no run has seen before).
 """
 from __future__ import annotations
 
@@ -133,8 +134,14 @@ def random_settings(seed: int) -> tuple:
                "draw": str(rng.choice(DRAWS))}
 
 
-RANDOM_FAMILIES = {f"random{seed}": random_settings(seed)[1] for seed in RANDOM_SEEDS}
-RANDOM_INSTANCES = [(f"random{seed}", random_settings(seed)[0], seed) for seed in RANDOM_SEEDS]
+def random_set(seeds) -> tuple:
+    """``(families, instances)`` of a random set: one instance per seed, its settings drawn from it
+    (:func:`random_settings`); the family is named ``random<seed>``."""
+    return ({f"random{seed}": random_settings(seed)[1] for seed in seeds},
+            [(f"random{seed}", random_settings(seed)[0], seed) for seed in seeds])
+
+
+RANDOM_FAMILIES, RANDOM_INSTANCES = random_set(RANDOM_SEEDS)
 SETS = {"main": (FAMILIES, INSTANCES), "other": (OTHER_FAMILIES, OTHER_INSTANCES),
         "omnimalloc": (OMNI_FAMILIES, OMNI_INSTANCES), "random": (RANDOM_FAMILIES, RANDOM_INSTANCES)}
 # each set's generator, as the report and the digest name it, and the report's words for its instances
@@ -194,6 +201,9 @@ def generator_args(family: str, n: int, seed: int) -> dict:
     for families in (FAMILIES, OTHER_FAMILIES, RANDOM_FAMILIES):
         if family in families:
             return {"n": n, "seed": seed, **families[family]}
+    drawn = re.fullmatch(r"random(\d+)", family)  # (a random set of other seeds: --random-seeds)
+    if drawn:
+        return {"n": n, "seed": seed, **random_settings(int(drawn.group(1)))[1]}
     raise KeyError(f"no family {family!r} in any set")
 
 
@@ -568,6 +578,8 @@ def main(argv=None) -> int:
                     "omnimalloc's own generators, or generator settings drawn at random")
     ap.add_argument("--instances", help="comma-separated names (family-n-sSEED) or indices in the set "
                     "(default: all)")
+    ap.add_argument("--random-seeds", metavar="FIRST-LAST", help="with --set random: draw the set from these "
+                    f"seeds instead (default {RANDOM_SEEDS[0]}-{RANDOM_SEEDS[-1]}), settings no run has seen")
     ap.add_argument("--out", type=Path, default=Path("out/peers_generated"), help="output path without suffix")
     ap.add_argument("--summary", type=Path, help="also write the compact JSON here")
     ap.add_argument("--dsa-commit", help="the commit of the dsa measured, for the report (default: git's HEAD "
@@ -580,6 +592,11 @@ def main(argv=None) -> int:
     if not args.peer_python:
         ap.error("--peer-python is needed to run the comparison")
     families, specs = SETS[args.set]
+    if args.random_seeds:
+        bounds = re.fullmatch(r"(\d+)-(\d+)", args.random_seeds)
+        if args.set != "random" or not bounds or int(bounds.group(1)) > int(bounds.group(2)):
+            ap.error("--random-seeds takes FIRST-LAST (FIRST <= LAST), with --set random")
+        families, specs = random_set(range(int(bounds.group(1)), int(bounds.group(2)) + 1))
     if args.instances:
         wanted = args.instances.split(",")
         specs = [s for k, s in enumerate(specs) if str(k) in wanted or instance_name(*s) in wanted]

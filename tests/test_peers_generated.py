@@ -194,3 +194,26 @@ def test_the_random_sets_settings_are_drawn_from_each_seed_over_the_generators_r
     assert len({tuple(sorted(families[f].items())) for f, _, _ in specs}) == len(specs)  # no two alike
     with pytest.raises(KeyError, match="no family 'nope'"):
         pg.generator_args("nope", 10, 0)
+
+
+def test_random_seeds_draw_the_random_set_from_other_seeds(pg, monkeypatch):
+    families, specs = pg.random_set(range(613, 616))
+    assert [(f, seed) for f, _, seed in specs] == [("random613", 613), ("random614", 614), ("random615", 615)]
+    for family, n, seed in specs:
+        assert (n, families[family]) == pg.random_settings(seed)
+        # a family of no set of the module: its arguments come from its name
+        assert pg.generator_args(family, n, seed) == {"n": n, "seed": seed, **pg.random_settings(seed)[1]}
+    measured = []
+    monkeypatch.setattr(pg, "measure", lambda spec, args, version: measured.append(spec) or {})
+    monkeypatch.setattr(pg, "write_all", lambda *a, **k: None)
+    import dsa
+
+    monkeypatch.setattr(dsa, "warmup", lambda: None)
+    monkeypatch.setattr(pg, "warm_exact", lambda: None)
+    assert pg.main(["--peer-python", "python", "--set", "random", "--random-seeds", "613-614",
+                    "--out", "unused"]) == 0
+    assert measured == specs[:2]
+    for bad in (["--random-seeds", "614-613", "--set", "random"], ["--random-seeds", "613-614"],
+                ["--random-seeds", "613", "--set", "random"]):
+        with pytest.raises(SystemExit):
+            pg.main(["--peer-python", "python", *bad])
