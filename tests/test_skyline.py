@@ -1112,3 +1112,19 @@ def test_a_dives_work_counts_the_buffers_its_dead_end_check_looks_at():
     assert len(s.rows) > 8 * s.T  # (many buffers per column)
     status = s._dive(dsa.lower_bound(p), 10**9, 20 * s.T, 0.0)
     assert status == -1 and s.nodes <= 5
+
+
+def test_the_search_asks_stop_between_rounds():
+    # improve_plan runs skyline searches side by side: once one reaches the bound, the others stop at
+    # their next round (before, they ran on until their own stall or time limit: on a cut of 663
+    # buffers `best` returned 6 s after its plan at LOAD)
+    p = rectangle_cut(120, seed=1, pinwheel=0.4)
+    bad = _stacked(p)
+    asked = []
+    out, stats = sky.skyline_search(p, bad, time_limit=30.0, seed=0, stop=lambda: asked.append(1) or True)
+    dsa.validate(p, out)
+    assert asked and stats["skyline_probes"] == 0 and plan_peak(p, out) <= plan_peak(p, bad)
+    rounds = []
+    out, stats = sky.skyline_search(p, bad, time_limit=30.0, seed=0,
+                                    stop=lambda: rounds.append(1) or len(rounds) > 3)
+    assert stats["skyline_probes"] <= 3 and len(rounds) <= 4  # (fewer where it reached the bound)

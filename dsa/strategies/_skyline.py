@@ -877,7 +877,7 @@ def bound_look(problem, offsets, cap, deadline, seed=None, max_rows=None, large_
 
 
 def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=None, unit=None,
-                   reverse: bool = False):
+                   reverse: bool = False, stop=None):
     """Lower the peak of a plan with restarted skyline dives until ``time_limit`` or the bound.
 
     Each busy period (a span of time cut from the rest at instants where nothing lives) is searched on
@@ -907,6 +907,9 @@ def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=N
     reverse : bool, default False
         Search each busy period with time running backwards (the same plans, offset for offset;
         the dives fill the layout from the other end of time, so they reach other plans).
+    stop : callable, optional
+        ``stop()`` is asked between rounds; True ends the search (a search on another thread
+        reached the bound, say).
 
     Returns
     -------
@@ -948,7 +951,7 @@ def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=N
     rng = np.random.default_rng(check_seed(seed))
     last = time.perf_counter()
     stall = max(STALL_MIN_S, STALL_SHARE * float(time_limit))
-    while time.perf_counter() < deadline:
+    while time.perf_counter() < deadline and not (stop is not None and stop()):
         top = np.flatnonzero(highest == highest.max())
         for j in top:
             if searches[j] is None:

@@ -500,8 +500,8 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
     numba cache, only when at least ``SKYLINE_COLD_MIN_S`` seconds are left: its kernel takes about
     3 s to compile; ``dsa warmup`` compiles it). Each of its turns runs :func:`skyline_width`
     searches side by side on threads (the kernel releases the GIL), from the same incumbent, each
-    with a seed of its own, every other one with time reversed; the lowest plan is kept. Then turns
-    alternate until the deadline:
+    with a seed of its own, every other one with time reversed; the lowest plan is kept, and once one
+    reaches ``target`` the others stop at their next round. Then turns alternate until the deadline:
 
     - even turns: the local search over greedy orders
       (:func:`dsa.strategies._local_search.search_orders`; its first run with ``seed``, restarts from
@@ -646,14 +646,15 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
             new, info = skyline_search(problem, out, time_limit=limit,
                                        seed=_derived_seed(seed, 5000 + k + 100_000 * w),
                                        progress=shared,
-                                       reverse=reverse != (w % 2 == 1))
+                                       reverse=reverse != (w % 2 == 1),
+                                       stop=lambda: state["peak"] <= target)  # (another reached it)
             with lock:
                 running[0] -= 1
                 others = running[0] > 0
             if IDLE_DIVES and others and dives["on"] and info.get("skyline_stalled"):
                 with thread_limit(1):
                     got = dive_run(max(0.0, end - time.perf_counter()), 9000 + k + 100_000 * w, shared,
-                                   stop=lambda: running[0] == 0)
+                                   stop=lambda: running[0] == 0 or state["peak"] <= target)
                 if plan_peak(problem, got) < plan_peak(problem, new):
                     new = got
             return new, info, time.perf_counter() - t
