@@ -213,10 +213,28 @@ def test_a_greedy_pass_still_running_at_the_deadline_is_stopped_and_dropped(monk
         return np.full(len(problem), -1, dtype=np.int64) if stop[0] else real(problem, order, fit, **kwargs)
 
     monkeypatch.setattr(best_module, "greedy_offsets", stuck)
+    monkeypatch.setattr(best_module, "ALARM_MIN_WAVE_S", 0.0)  # (the first wave, 200 rows, is quick)
     p = dsa.generate.rectangle_cut(200, seed=4)
     sol = dsa.solve(p, "best", members=["start/first", "size/first"], time_limit=0.3, improve=False)
     assert sol.success and sol.stats["member"] == "start/first" and sol.stats["portfolio_cut"]
     assert sol.stats["peaks"]["size/first"] is None
+
+
+def test_the_alarm_is_set_only_after_a_wave_that_took_long_enough(monkeypatch):
+    # its timer thread costs about 0.3 ms a wave: on small problems, as much as the pass itself
+    import dsa.budget
+    import dsa.strategies.best as best_module
+
+    armed = []
+    real = dsa.budget.Budget.alarm
+    monkeypatch.setattr(dsa.budget.Budget, "alarm", lambda self, flag: armed.append(1) or real(self, flag))
+    p = dsa.generate.rectangle_cut(200, seed=4)
+    members = ["start/first", "size/first", "size/best"]
+    for threshold, expect in ((3600.0, 0), (0.0, 2)):
+        armed.clear()
+        monkeypatch.setattr(best_module, "ALARM_MIN_WAVE_S", threshold)
+        sol = dsa.solve(p, "best", members=members, improve=False, time_limit=60)
+        assert sol.success and len(armed) == expect and list(sol.stats["peaks"]) == members
 
 
 # greedy by size and by start take the same order here (sizes fall as starts rise): first fit gives

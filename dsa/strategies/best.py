@@ -83,6 +83,9 @@ MAX_THREADS = 4
 # from this many rows on (without fixed rows) the portfolio runs its members by start first (see
 # _starts_first): below it, a pass with the overlap graph takes 0.15 s at most
 STARTS_FIRST_MIN_N = 20_000
+# a wave of greedy members is stopped at the deadline (Budget.alarm) only after a wave that took at
+# least this long: the timer thread costs about 0.3 ms a wave, as much as a pass on 150 buffers
+ALARM_MIN_WAVE_S = 0.005
 
 
 def portfolio_head(problem, *, max_work: int = HEAD_WORK):
@@ -212,7 +215,8 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
     is not a greedy pass when less time is left than ``STRATEGY_WAVES`` (``MEMBER_WAVES``) times the
     longest greedy wave, or than the longest such member so far took (``cut`` in the result says that
     one of these happened). Once a plan exists, a greedy pass still running at the deadline is
-    stopped there and dropped (its peak in ``peaks`` is None). ``engine`` is the greedy members' (see
+    stopped there and dropped (its peak in ``peaks`` is None), unless the wave before took less than
+    ``ALARM_MIN_WAVE_S`` (passes that short end soon enough, and the timer costs as much). ``engine`` is the greedy members' (see
     :func:`dsa.strategies.greedy.greedy_offsets`).
 
     From ``STARTS_FIRST_MIN_N`` rows on, on problems without fixed rows, the members that order by start
@@ -285,7 +289,8 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
                 # with a plan in hand, a pass still running at the deadline stops there (its rows
                 # not placed yet left at -1) and is dropped
                 stop[0] = 0
-                with budget.alarm(stop) if state["best"] is not None else contextlib.nullcontext():
+                armed = state["best"] is not None and wave_s >= ALARM_MIN_WAVE_S
+                with budget.alarm(stop) if armed else contextlib.nullcontext():
                     results = list(pool.map(place, wave) if pool is not None else map(place, wave))
                 for job, offsets in zip(wave, results):
                     if stop[0] and (offsets < 0).any():
