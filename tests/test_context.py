@@ -129,7 +129,7 @@ def test_budget_alarm_waits_for_a_deadline_moved_by_compile_time(monkeypatch):
     monkeypatch.setattr(dsa.budget, "jit_seconds", lambda: jit[0])
     flag = np.zeros(1, dtype=np.int64)
     b = Budget(time_limit=0.05)
-    jit[0] = 0.3  # (as if 0.3 s of compiling happened at once)
+    jit[0] = 1.0  # (as if 1 s of compiling happened at once: the deadline is 1.05 s after the start)
     with b.alarm(flag):
         clock.sleep(0.15)
         assert flag[0] == 0 and not b.exhausted
