@@ -37,13 +37,6 @@ from dsa._kernels import kernel, njit
 from dsa._kernels.rng import uniform
 
 
-# the dead-end check's steps (a buffer looked at, a column of a closed well: a load and a compare, in
-# order) per unit of a dive's work (a column step of the dive, about 3 ns where WORK_PER_S was set):
-# on a rectangle cut of 50,000 buffers over 700 columns a node took 34 us for 1,400 column steps and
-# 39,000 of the check's (about 0.6 ns each)
-DEAD_STEPS_PER_UNIT = 4
-
-
 @njit(cache=True)
 def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, slack, placed, well, right, reach, path,
           cost):
@@ -65,10 +58,11 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, sla
     left (``side`` 0: buffers starting at ``x``) or, when ``right``, right corner (1: buffers ending
     at ``y``).
 
-    ``cost[0]`` is raised by the steps taken beyond one pass over the columns (the columns of closed
-    wells and the buffers looked at in them and at the corners, placed ones too: up to all of them
-    per call on problems of tens of thousands of buffers), ``DEAD_STEPS_PER_UNIT`` to a unit of the
-    callers' work limits.
+    ``cost[0]`` is raised by the steps taken beyond one pass over the columns, in the callers' unit
+    of work (a column step): the columns of closed wells and beyond the corners, and each buffer
+    looked at (about 2 ns each, against about 3 for a column step: on a rectangle cut of 50,000
+    buffers over 700 columns, the dives at the bound looked at 19,000-37,000 buffers a node, placed
+    ones too, and took 42-56 us a node for 1,400 column steps).
     """
     well[3] = -1
     steps = 0
@@ -91,25 +85,26 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, sla
             for u in range(y - 1, x - 1, -1):
                 ok = slack[u] > 0 and reach[u + 1]
                 k = bs_ptr[u]
-                steps += bs_ptr[u + 1] - k
                 while not ok and k < bs_ptr[u + 1]:
                     r = bs_rows[k]
                     k += 1
+                    steps += 1
                     if not placed[r] and ce[r] <= y and reach[ce[r]] and H + sz[r] <= rcap[r] and (
                             al[r] <= 1 or H % al[r] == 0):
                         ok = True
                 reach[u] = ok
             if not reach[x]:
-                cost[0] += steps // DEAD_STEPS_PER_UNIT
+                cost[0] += steps
                 return True
         if slack[x] == 0 and (x == 0 or rem[x - 1] == 0 or h[x - 1] > H):
             lim = y
             while lim < T and rem[lim] > 0 and h[lim] <= H:
                 lim += 1
             cnt = 0
-            steps += lim - y + bs_ptr[x + 1] - bs_ptr[x]
+            steps += lim - y
             for k in range(bs_ptr[x], bs_ptr[x + 1]):
                 r = bs_rows[k]
+                steps += 1
                 if not placed[r] and ce[r] <= lim and H + sz[r] <= rcap[r] and (al[r] <= 1 or H % al[r] == 0):
                     if path and closed and not reach[ce[r]]:
                         continue  # (no chain from its end to the well's right side)
@@ -117,7 +112,7 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, sla
                     if lim != y:
                         break
             if cnt == 0:
-                cost[0] += steps // DEAD_STEPS_PER_UNIT
+                cost[0] += steps
                 return True
             if lim == y and (well[3] < 0 or cnt < well[3]):
                 well[0] = x
@@ -130,15 +125,16 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, sla
             while lim >= 0 and rem[lim] > 0 and h[lim] <= H:
                 lim -= 1
             cnt = 0
-            steps += x - 1 - lim + be_ptr[y + 1] - be_ptr[y]
+            steps += x - 1 - lim
             for k in range(be_ptr[y], be_ptr[y + 1]):
                 r = be_rows[k]
+                steps += 1
                 if not placed[r] and cs[r] > lim and H + sz[r] <= rcap[r] and (al[r] <= 1 or H % al[r] == 0):
                     cnt += 1
                     if lim != x - 1:
                         break
             if cnt == 0:
-                cost[0] += steps // DEAD_STEPS_PER_UNIT
+                cost[0] += steps
                 return True
             if right and lim == x - 1 and (well[3] < 0 or cnt < well[3]):
                 well[0] = x
@@ -147,7 +143,7 @@ def _dead(cs, ce, sz, al, bs_ptr, bs_rows, be_ptr, be_rows, T, rcap, h, rem, sla
                 well[3] = cnt
                 well[4] = 1
         t = y
-    cost[0] += steps // DEAD_STEPS_PER_UNIT
+    cost[0] += steps
     return False
 
 

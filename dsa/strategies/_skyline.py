@@ -50,10 +50,10 @@ LOAD_EVERY = 4    # every this many probes, one probes the lower bound itself
 # one column at a time, so where columns are many a dive takes more nodes than it has buffers)
 UNIT_ROWS, UNIT_COLS = 2, 2
 # column steps of a dive per second left before the deadline (see Skyline.dive): one takes 0.5-3 ns
-# on the machine where this was measured, so a dive ends before the deadline. The buffers that the
-# dead-end check looks at count too, a quarter of a step each (dsa._kernels.skyline.DEAD_STEPS_PER_UNIT):
-# uncounted, they cost 30 us a node (of 1,400 column steps) on 50,000 buffers over 700 columns, and a
-# dive under a 1.4 s limit ran 4.3 s
+# on the machine where this was measured, so a dive ends before the deadline. Each buffer that the
+# dead-end check looks at counts as a step too (about 2 ns): uncounted, on 50,000 buffers over 700
+# columns they made a node cost 30-56 us where it was counted as 1,400 steps, and a dive under a 1.4 s
+# limit ran 4.3 s
 WORK_PER_S = 300_000_000
 PERFECT_AT = 2  # the round of each FULL_EVERY that builds a bottom with no waste and re-packs above it
 PERFECT_NODES = 4  # node limit of the dive at the bound, per buffer
