@@ -22,7 +22,7 @@ import numpy as np
 
 from dsa._kernels import ENGINES, use_numpy
 
-__all__ = ["greedy_offsets", "gap_offset", "FITS"]
+__all__ = ["greedy_offsets", "gap_offset", "by_start", "FITS"]
 
 FITS = ("best", "first")
 
@@ -58,6 +58,8 @@ def greedy_offsets(problem, order, fit: str = "best", *, sweep=None, engine: str
         raise ValueError(f"unknown fit {fit!r}; valid fits: {', '.join(FITS)}")
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; valid engines: {', '.join(ENGINES)}")
+    if stop is not None and not (isinstance(stop, np.ndarray) and stop.dtype == np.int64 and stop.shape == (1,)):
+        raise ValueError(f"stop must be an int64 numpy array of one element, got {stop!r}")
 
     n = len(problem)
     offsets = np.full(n, -1, dtype=np.int64)
@@ -79,9 +81,7 @@ def greedy_offsets(problem, order, fit: str = "best", *, sweep=None, engine: str
 
     stop = np.zeros(1, dtype=np.int64) if stop is None else stop
 
-    if not fixed.any() and len(order) > 1 and bool((np.diff(problem.starts[order]) >= 0).all()):
-        # in order of start, the placed rows that meet a row are those alive at its start: a sweep
-        # over time finds them without the overlap graph (O(n L) for L rows alive at once)
+    if by_start(problem, order):
         place_by_start(order, problem.starts, problem.ends, problem.sizes, problem.alignments, offsets,
                        fit == "best", stop)
         return offsets
@@ -94,6 +94,16 @@ def greedy_offsets(problem, order, fit: str = "best", *, sweep=None, engine: str
     indptr, indices = sweep.overlap
     place(order, problem.sizes, problem.alignments, offsets, indptr, indices, fit == "best", stop)
     return offsets
+
+
+def by_start(problem, order) -> bool:
+    """Whether :func:`greedy_offsets` places ``order`` (a permutation of the rows) by a sweep over
+    time, without the overlap graph: its starts never decrease and no row is fixed. Taken in such an
+    order, the placed rows that meet a row are those alive at its start (O(n L) for at most ``L``
+    rows alive at once)."""
+    if problem.is_fixed.any() or len(order) < 2:
+        return False
+    return bool((np.diff(problem.starts[np.asarray(order, dtype=np.int64)]) >= 0).all())
 
 
 def _place_small(problem, order, offsets, best_fit: bool) -> np.ndarray:

@@ -315,6 +315,26 @@ def test_greedy_offsets_takes_the_sweep_only_for_orders_by_start_without_fixed_r
     assert len(calls) == 1  # (not by start; a fixed row)
 
 
+def test_by_start_says_which_orders_the_sweep_takes():
+    from dsa.placement import by_start
+    from dsa.strategies._orders import order_rows
+
+    p = dsa.Problem([0, 0, 2, 5], [3, 4, 6, 7], [4, 2, 1, 3])
+    assert by_start(p, order_rows(p, "start")) and by_start(p, [1, 0, 2, 3])  # (ties in any order)
+    assert not by_start(p, [2, 0, 1, 3]) and not by_start(p, [0])
+    assert not by_start(p.replace(fixed_offsets=[0, -1, -1, -1]), [0, 1, 2, 3])
+
+
+@pytest.mark.parametrize("stop", [True, 1, [0], np.zeros(1, dtype=np.int32), np.zeros(2, dtype=np.int64),
+                                  np.zeros((1, 1), dtype=np.int64)])
+def test_greedy_offsets_refuses_a_stop_that_is_not_one_int64(stop):
+    from dsa.placement import greedy_offsets
+
+    p = dsa.generate.rectangle_cut(40, seed=0)
+    with pytest.raises(ValueError, match="stop must be an int64 numpy array of one element"):
+        greedy_offsets(p, np.arange(len(p)), "best", stop=stop)
+
+
 @pytest.mark.parametrize("path", ["start", "graph", "dense"])
 def test_a_placement_kernel_returns_at_once_when_told_to_stop(monkeypatch, path):
     # the portfolio sets the flag at the deadline: the rows not placed are left at -1

@@ -46,6 +46,7 @@ from dsa._kernels import jit_seconds
 from dsa.bounds import lower_bound
 from dsa.budget import Budget, check_seed, max_threads
 from dsa.context import Context
+from dsa.placement import by_start
 from dsa.solution import Solution, make_solution, plan_peak
 from dsa.strategies._call import call
 from dsa.strategies._orders import ORDERINGS, order_rows
@@ -284,7 +285,7 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
                     wave.append(prepare(item))
                     item = next(stream, None)
                 t_wave, jit_wave = time.perf_counter(), jit_seconds()
-                if sweep is not None and not sweep.dense and any(job[0].split("/")[0] != "start" for job in wave):
+                if sweep is not None and not sweep.dense and not all(by_start(problem, job[1]) for job in wave):
                     sweep.overlap  # (here, not in each thread: see solve)
                 # with a plan in hand, a pass still running at the deadline stops there (its rows
                 # not placed yet left at -1) and is dropped
