@@ -215,7 +215,9 @@ class Budget:
         For code that cannot read the clock and cannot be interrupted (a compiled kernel that releases
         the GIL and reads ``flag`` now and then): a timer thread sets the flag at the deadline, or later
         if the deadline has moved by kernel-loading time in the meantime (the timer is then set
-        again). Leaving the block cancels it. Without a time limit nothing is set.
+        again). Leaving the block cancels it. Without a time limit nothing is set. ``flag`` must be a
+        numpy array of at least one element (``ValueError`` otherwise: a wrong one would fail only
+        in the timer thread, unseen).
 
         Examples
         --------
@@ -228,6 +230,8 @@ class Budget:
         """
         import threading
 
+        if not (isinstance(flag, np.ndarray) and flag.ndim == 1 and len(flag) >= 1):
+            raise ValueError(f"flag must be a 1-d numpy array of at least one element, got {flag!r}")
         state = {"timer": None, "off": False}
         lock = threading.Lock()
 

@@ -119,6 +119,13 @@ def test_budget_alarm_sets_its_flag_at_the_deadline_and_only_then():
     assert never[0] == 0
 
 
+@pytest.mark.parametrize("flag", [None, [0], (0,), np.zeros(0, dtype=np.int64), np.zeros((1, 1), dtype=np.int64)])
+def test_budget_alarm_refuses_a_flag_it_could_not_set(flag):
+    with pytest.raises(ValueError, match="flag must be a 1-d numpy array of at least one element"):
+        with Budget(time_limit=1.0).alarm(flag):
+            pass
+
+
 def test_budget_alarm_waits_for_a_deadline_moved_by_compile_time(monkeypatch):
     # kernel loading while the budget runs moves its deadline: the alarm rings at the moved one
     import time as clock
