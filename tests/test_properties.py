@@ -271,34 +271,63 @@ def test_dense_and_graph_kernels_agree(problem, seed):
             assert np.array_equal(graph, dense), (order, fit)
 
 
-@given(problem=problems(max_n=12, fixed=False), perm=st.randoms(use_true_random=False))
-@settings(max_examples=80)
+@given(problem=problems(max_n=12), perm=st.randoms(use_true_random=False))
+@settings(max_examples=120)
 def test_the_sweep_by_start_places_as_the_graph_kernel_does(problem, perm):
     """An order whose starts never decrease (ties in any order) is placed by a sweep over time,
-    without the overlap graph: the same plans as the graph kernel, and first fit is the reference
-    lowest fit."""
+    without the overlap graph: the same plans as the graph kernel, fixed rows or not (they are
+    obstacles in both), and first fit is the reference lowest fit."""
     from dsa._kernels.greedy import place, place_by_start
     from dsa.sweep import Sweep
 
     keys = [perm.random() for _ in range(len(problem))]
-    rows = np.array(sorted(range(len(problem)), key=lambda r: (int(problem.starts[r]), keys[r])), dtype=np.int64)
+    free = [r for r in range(len(problem)) if not problem.is_fixed[r]]
+    rows = np.array(sorted(free, key=lambda r: (int(problem.starts[r]), keys[r])), dtype=np.int64)
     indptr, indices = Sweep(problem).overlap
+    before = np.where(problem.is_fixed, problem.fixed_offsets, -1).astype(np.int64)
     for best_fit in (True, False):
-        graph = np.full(len(problem), -1, dtype=np.int64)
+        graph = before.copy()
         place(rows, problem.sizes, problem.alignments, graph, indptr, indices, best_fit, np.zeros(1, dtype=np.int64))
-        swept = np.full(len(problem), -1, dtype=np.int64)
+        swept = before.copy()
         place_by_start(rows, problem.starts, problem.ends, problem.sizes, problem.alignments, swept, best_fit,
                        np.zeros(1, dtype=np.int64))
         assert np.array_equal(graph, swept), best_fit
         if not best_fit:
             lowest = lowest_fit_plan(problem.starts.tolist(), problem.ends.tolist(), problem.sizes.tolist(),
-                                     rows.tolist(), problem.alignments.tolist())
-            assert swept.tolist() == list(lowest)
+                                     rows.tolist(), problem.alignments.tolist(), problem.fixed_offsets.tolist())
+            assert [swept[r] for r in rows] == [lowest[r] for r in rows]
 
 
-def test_greedy_offsets_takes_the_sweep_only_for_orders_by_start_without_fixed_rows(monkeypatch):
+def test_the_sweep_by_start_meets_fixed_rows_that_start_later():
+    """A fixed row that starts during a row's lifetime is an obstacle although the sweep has not
+    reached it, and one that ended before the row's start is none."""
+    from dsa._kernels.greedy import place_by_start
+
+    # rows 0 and 1 are fixed at [0, 4): 0 over time [0, 2), 1 over [5, 9). The free row 2 (time
+    # [3, 7), size 4) meets only row 1 and goes over it; row 3 (time [4, 6), size 2) meets rows 1
+    # and 2 and goes over both
+    p = dsa.Problem([0, 5, 3, 4], [2, 9, 7, 6], [4, 4, 4, 2], fixed_offsets=[0, 0, -1, -1])
+    for best_fit in (True, False):
+        out = np.array([0, 0, -1, -1], dtype=np.int64)
+        place_by_start(np.array([2, 3], dtype=np.int64), p.starts, p.ends, p.sizes, p.alignments, out, best_fit,
+                       np.zeros(1, dtype=np.int64))
+        assert out.tolist() == [0, 0, 4, 8], best_fit
+        dsa.validate(p, out)
+    # a fixed row (1, time [2, 5), at [0, 4)) that starts where a placed row at its offset (0, time
+    # [0, 2), size 2) ends: the first leaves the sweep's list before the second joins it, so that
+    # row 2 (time [2, 4)) meets the fixed row and goes over it
+    p = dsa.Problem([0, 2, 2], [2, 5, 4], [2, 4, 2], fixed_offsets=[-1, 0, -1])
+    for best_fit in (True, False):
+        out = np.array([-1, 0, -1], dtype=np.int64)
+        place_by_start(np.array([0, 2], dtype=np.int64), p.starts, p.ends, p.sizes, p.alignments, out, best_fit,
+                       np.zeros(1, dtype=np.int64))
+        assert out.tolist() == [0, 0, 4], best_fit
+
+
+def test_greedy_offsets_takes_the_sweep_only_for_orders_by_start(monkeypatch):
     import dsa._kernels
     import dsa._kernels.greedy as kernels
+    import dsa.placement
     from dsa.strategies import greedy
     from dsa.strategies._orders import order_rows
 
@@ -310,9 +339,15 @@ def test_greedy_offsets_takes_the_sweep_only_for_orders_by_start_without_fixed_r
     by_start = greedy.greedy_offsets(p, order_rows(p, "start"), "best")
     assert len(calls) == 1
     greedy.greedy_offsets(p, order_rows(p, "size"), "best")
-    pinned = p.replace(fixed_offsets=np.where(np.arange(len(p)) == 0, by_start, -1))
-    greedy.greedy_offsets(pinned, order_rows(pinned, "start"), "best")
-    assert len(calls) == 1  # (not by start; a fixed row)
+    assert len(calls) == 1  # (not by start)
+    # fixed rows: the sweep all the same, and the plan of the graph kernel
+    pinned = p.replace(fixed_offsets=np.where(np.arange(len(p)) % 7 == 0, by_start, -1))
+    swept = greedy.greedy_offsets(pinned, order_rows(pinned, "start"), "best")
+    assert len(calls) == 2
+    dsa.validate(pinned, swept)
+    monkeypatch.setattr(dsa.placement, "by_start", lambda problem, order: False)
+    assert np.array_equal(greedy.greedy_offsets(pinned, order_rows(pinned, "start"), "best"), swept)
+    assert len(calls) == 2
 
 
 def test_by_start_says_which_orders_the_sweep_takes():
@@ -322,7 +357,10 @@ def test_by_start_says_which_orders_the_sweep_takes():
     p = dsa.Problem([0, 0, 2, 5], [3, 4, 6, 7], [4, 2, 1, 3])
     assert by_start(p, order_rows(p, "start")) and by_start(p, [1, 0, 2, 3])  # (ties in any order)
     assert not by_start(p, [2, 0, 1, 3]) and not by_start(p, [0])
-    assert not by_start(p.replace(fixed_offsets=[0, -1, -1, -1]), [0, 1, 2, 3])
+    # fixed rows are not placed: where the order has them does not matter
+    pinned = p.replace(fixed_offsets=[-1, -1, 0, -1])
+    assert by_start(pinned, [0, 1, 2, 3]) and by_start(pinned, [2, 0, 1, 3]) and by_start(pinned, [0, 1, 3, 2])
+    assert not by_start(pinned, [3, 0, 1, 2]) and not by_start(pinned, [2, 0])
 
 
 @pytest.mark.parametrize("stop", [True, 1, [0], np.zeros(1, dtype=np.int32), np.zeros(2, dtype=np.int64),

@@ -139,10 +139,28 @@ def place_by_start(order, starts, ends, sizes, aligns, offsets, best_fit, stop):
     of their ends, once their lifetime is over). A row scans the list once and is inserted at its
     offset: O(n log n + n L) for at most ``L`` rows alive at once, against ``O(E log n)`` for ``E``
     intersecting pairs with the graph. Same plans as :func:`place` (the obstacles are the same, in
-    the same offset order), and the same ``stop``. No row may be placed beforehand (``offsets`` all
-    -1): a fixed row starting later would be missed.
+    the same offset order), and the same ``stop``.
+
+    Rows placed beforehand (``offsets`` >= 0 on entry: fixed rows, not in ``order``) are obstacles
+    too: each joins the list when the sweep reaches its start, and a row also meets those that start
+    after its own start and before its end, which it looks up in the fixed rows sorted by start (those
+    are sorted by offset and merged with the list: O(L + f log f) for ``f`` of them).
     """
-    n = len(order)
+    n = len(offsets)
+    nf = 0
+    for j in range(n):  # rows placed beforehand (fixed ones), taken by start
+        if offsets[j] >= 0 and sizes[j] > 0:
+            nf += 1
+    fs = np.empty(nf, dtype=np.int64)  # their starts ...
+    fx = np.empty(nf, dtype=np.int64)  # ... and rows, by start (ties in any order)
+    nf = 0
+    for j in range(n):
+        if offsets[j] >= 0 and sizes[j] > 0:
+            fs[nf] = starts[j]
+            fx[nf] = j
+            nf += 1
+    _sort_by_lo(fs, fx, nf)
+    p = 0  # the next fixed row the sweep has not reached
     lst = np.empty(n, dtype=np.int64)  # the live rows, by offset (distinct: they meet and have a size)
     m = 0
     ends_heap = np.empty(n, dtype=np.int64)  # the live rows, a min-heap on their ends
@@ -150,7 +168,9 @@ def place_by_start(order, starts, ends, sizes, aligns, offsets, best_fit, stop):
     hn = 0
     lo = np.empty(n, dtype=np.int64)
     hi = np.empty(n, dtype=np.int64)
-    for k in range(n):
+    flo = np.empty(nf, dtype=np.int64)
+    fhi = np.empty(nf, dtype=np.int64)
+    for k in range(len(order)):
         if k % STOP_EVERY == 0 and stop[0] != 0:
             return offsets
         r = order[k]
@@ -158,14 +178,46 @@ def place_by_start(order, starts, ends, sizes, aligns, offsets, best_fit, stop):
         if size == 0:
             offsets[r] = 0
             continue
-        while hn > 0 and ends_heap[0] <= starts[r]:  # rows whose lifetime is over leave the list
+        s = starts[r]
+        while hn > 0 and ends_heap[0] <= s:  # rows whose lifetime is over leave the list
             hn = heap_pop(ends_heap, rows_heap, hn)
             m = _remove_by_offset(lst, m, offsets, rows_heap[hn])
+        # then the fixed rows that the sweep reaches join it, if alive (after: one may sit where a
+        # row that just left did, and the list finds rows by offset)
+        while p < nf and fs[p] <= s:
+            j = fx[p]
+            p += 1
+            if ends[j] > s:
+                m = _insert_by_offset(lst, m, offsets, j)
+                hn = heap_push(ends_heap, rows_heap, hn, ends[j], j)
         for t in range(m):
             j = lst[t]
             lo[t] = offsets[j]
             hi[t] = offsets[j] + sizes[j]
-        offsets[r] = _choose(lo, hi, m, size, aligns[r], best_fit)
+        f = 0
+        q = p
+        while q < nf and fs[q] < ends[r]:  # fixed rows that start during its lifetime
+            j = fx[q]
+            q += 1
+            flo[f] = offsets[j]
+            fhi[f] = offsets[j] + sizes[j]
+            f += 1
+        if f > 0:  # ... sorted by offset, and merged from the back with the live rows
+            _sort_by_lo(flo, fhi, f)
+            a = m - 1
+            b = f - 1
+            for t in range(m + f - 1, -1, -1):
+                if b < 0:
+                    break
+                if a >= 0 and lo[a] > flo[b]:
+                    lo[t] = lo[a]
+                    hi[t] = hi[a]
+                    a -= 1
+                else:
+                    lo[t] = flo[b]
+                    hi[t] = fhi[b]
+                    b -= 1
+        offsets[r] = _choose(lo, hi, m + f, size, aligns[r], best_fit)
         m = _insert_by_offset(lst, m, offsets, r)
         hn = heap_push(ends_heap, rows_heap, hn, ends[r], r)
     return offsets

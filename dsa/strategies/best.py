@@ -81,7 +81,7 @@ MEMBER_WAVES = {"mincost_flow": 130}
 # greedy members run on a thread pool from this many rows on, with at most this many threads
 PARALLEL_MIN_N = 20_000
 MAX_THREADS = 4
-# from this many rows on (without fixed rows) the portfolio runs its members by start first (see
+# from this many rows on the portfolio runs its members by start first (see
 # _starts_first): below it, a pass with the overlap graph takes 0.15 s at most
 STARTS_FIRST_MIN_N = 20_000
 # a wave of greedy members is stopped at the deadline (Budget.alarm) only after a wave that took at
@@ -202,10 +202,10 @@ def _is_greedy(member) -> bool:
 
 def _starts_first(problem) -> bool:
     """Whether the portfolio runs its members that order by start first: from ``STARTS_FIRST_MIN_N``
-    rows on, without fixed rows. Their greedy passes are sweeps over time, without the overlap graph
-    (0.2 s against 1.8 s and 0.4 s for the graph on a rectangle cut of 100,000 buffers), so a plan
-    exists early, and the waves after it can be cut short at the deadline."""
-    return len(problem) >= STARTS_FIRST_MIN_N and not problem.is_fixed.any()
+    rows on. Their greedy passes are sweeps over time, without the overlap graph (0.2 s against
+    1.8 s and 0.4 s for the graph on a rectangle cut of 100,000 buffers; fixed rows are looked up by
+    start), so a plan exists early, and the waves after it can be cut short at the deadline."""
+    return len(problem) >= STARTS_FIRST_MIN_N
 
 
 def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_max_n=None,
@@ -220,7 +220,7 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
     ``ALARM_MIN_WAVE_S`` (passes that short end soon enough, and the timer costs as much). ``engine`` is the greedy members' (see
     :func:`dsa.strategies.greedy.greedy_offsets`).
 
-    From ``STARTS_FIRST_MIN_N`` rows on, on problems without fixed rows, the members that order by start
+    From ``STARTS_FIRST_MIN_N`` rows on, the members that order by start
     run first: their passes are sweeps over time, about ten times cheaper than the others (see
     :func:`dsa.placement.greedy_offsets`), so that a plan exists early. Between plans of the same
     peak the member that comes first in ``members`` wins all the same.
