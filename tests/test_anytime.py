@@ -36,11 +36,33 @@ def test_large_instance_search_reports_the_limit_and_its_last_improvement(large,
 def test_best_improvements_log_is_decreasing(large, capsys):
     sol = dsa.solve(large, "best", time_limit=1.0, verbose=True)
     imp = sol.stats["improvements"]
-    assert imp[0][1] == sol.stats["portfolio_peak"] and imp[-1][1] == sol.peak
+    assert sol.stats["portfolio_peak"] in [p for _, p in imp] and imp[-1][1] == sol.peak
     assert all(b[1] < a[1] and b[0] >= a[0] for a, b in zip(imp, imp[1:]))
     assert sol.stats["last_improvement_s"] == imp[-1][0]
     err = capsys.readouterr().err
     assert err.count("best:") == len(imp)
+
+
+def test_best_logs_the_portfolios_plans_as_its_members_find_them(capsys):
+    # members by start, then by size: the plan by size is lower, and comes later. Both are logged,
+    # the first before a member that sleeps 0.3 s, not once the last member has ended
+    import time
+
+    p = rectangle_cut(300, seed=1)
+
+    def slow(problem):
+        time.sleep(0.3)
+        return dsa.solve(problem, "bump", validate=False).offsets
+
+    members = ["start/first", "size/first", slow]
+    sol = dsa.solve(p, "best", members=members, improve=False, verbose=True, time_limit=60)
+    peaks = sol.stats["peaks"]
+    assert peaks["size/first"] < peaks["start/first"] < peaks["slow"]  # (bump stacks every buffer)
+    imp = sol.stats["improvements"]
+    assert [q for _, q in imp] == [peaks["start/first"], peaks["size/first"]]
+    assert imp[-1][0] < 0.3 <= sol.stats["portfolio_s"]
+    assert sol.stats["last_improvement_s"] == imp[-1][0]
+    assert capsys.readouterr().err.count("best:") == 2
 
 
 def test_improve_plan_never_worse_and_stops_at_target(large):

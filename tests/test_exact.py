@@ -150,6 +150,10 @@ def test_verbose_prints_progress_on_stderr(capsys):
     lines = out.err.strip().splitlines()
     assert lines[0].startswith("exact:") and "incumbent" in lines[1] and "gap" in lines[1]
     assert "done: limit_reached" in lines[-1]
+    # the first line is the greedy members' plan, logged before the first look and the strategy
+    # members run (the header's portfolio peak is that plan's)
+    assert lines[2].endswith("plan of the portfolio's greedy members")
+    assert lines[2].split()[2] == lines[0].rsplit(" ", 1)[1]
 
 
 def test_identical_buffers_are_interchangeable():

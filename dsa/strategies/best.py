@@ -209,7 +209,7 @@ def _starts_first(problem) -> bool:
 
 
 def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_max_n=None,
-               engine="auto", context=None):
+               engine="auto", context=None, progress=None):
     """Phase 1: run the members in order, keep the lowest peak; stop at ``bound``, or once a plan
     exists when the budget is spent or has less time left than the last wave of greedy members took
     (on large problems with long lifetimes one greedy pass can take a second), and skip a member that
@@ -228,6 +228,9 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
     On large problems consecutive greedy members run a few at a time on a thread pool (the
     placement kernel releases the GIL); results are taken in member order, so the outcome does not
     depend on the number of threads. Random restarts are drawn one by one, never listed up front.
+
+    ``progress``, if given, is called with the peak each time a member's plan is lower than all
+    before (as the members find them: a log shows the incumbent fall from the first member on).
     """
     rng = np.random.default_rng(check_seed(seed))
     indexed = list(enumerate(members))  # (position, member): ties between plans go to the first
@@ -255,9 +258,11 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
         True once the bound is reached."""
         peak = plan_peak(problem, offsets)
         state["peaks"][label] = peak
-        if (state["peak"] is None or peak < state["peak"]
-                or (peak == state["peak"] and position < state["position"])):
+        lower = state["peak"] is None or peak < state["peak"]
+        if lower or (peak == state["peak"] and position < state["position"]):
             state["best"], state["peak"], state["winner"], state["position"] = offsets, peak, label, position
+        if lower and progress is not None:
+            progress(peak)
         return state["peak"] <= bound
 
     stop = np.zeros(1, dtype=np.int64)  # set at the deadline while a wave runs once a plan exists
@@ -867,13 +872,14 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
         ``stats["local_iterations"]``, ``stats["local_restarts"]``, ``stats["local_s"]`` (and on
         large problems ``stats["dives"]``, ``stats["dives_planned"]``, ``stats["repair_windows"]``,
         ``stats["repaired"]``) describe phase 2.
-        ``stats["last_improvement_s"]`` is when (seconds since the call began) the returned plan was
-        found, ``stats["last_improvement_fraction"]`` the same as a share of ``time_limit``, and
-        ``stats["improvements"]`` lists ``(seconds, peak)`` of each lower incumbent (the portfolio's
-        plan first). Phase 2 runs until the time limit unless it reaches the lower bound. A
-        capacity the search proved infeasible raises ``lower_bound`` above LOAD. The result reports
-        that a limit stopped it (status ``LIMIT_REACHED`` once finalized) when the time limit cut the
-        portfolio (``stats["portfolio_cut"]``) or the improvement phase short of the lower bound.
+        ``stats["last_improvement_s"]`` is when (seconds since the call began) the returned plan's
+        peak was first reached, ``stats["last_improvement_fraction"]`` the same as a share of
+        ``time_limit``, and ``stats["improvements"]`` lists ``(seconds, peak)`` of each lower
+        incumbent (first the portfolio's, as its members find them). Phase 2 runs until the time
+        limit unless it reaches the lower bound. A capacity the search proved infeasible raises
+        ``lower_bound`` above LOAD. The result reports that a limit stopped it (status
+        ``LIMIT_REACHED`` once finalized) when the time limit cut the portfolio
+        (``stats["portfolio_cut"]``) or the improvement phase short of the lower bound.
     """
     if not isinstance(restarts, (int, np.integer)) or isinstance(restarts, bool) or restarts < 0:
         raise ValueError(f"restarts must be a non-negative int, got {restarts!r}")
@@ -889,22 +895,28 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
     bound = context.lower_bound
     default_members = members is None
     members = _parse_members(members)
-    t0 = time.perf_counter()
-    phase1 = _portfolio(problem, members, sweep, bound, restarts, seed, budget,
-                        STRATEGY_MEMBERS_MAX_N if default_members else None, context=context)
-    best, best_peak = phase1["best"], phase1["peak"]
-    stats = {"member": phase1["winner"], "peaks": phase1["peaks"], "portfolio_peak": best_peak,
-             "portfolio_s": time.perf_counter() - t0, "portfolio_wave_s": phase1["wave_max"],
-             "improved": 0}
-    improvements = [] if best_peak is None else [(time.perf_counter() - t_call, best_peak)]
 
     def log(seconds, peak):
         print(f"best: {seconds:8.3f} s  peak {peak}  ({peak / bound if bound else 1.0:.4f} x bound {bound})",
               file=sys.stderr, flush=True)
 
     log = log if verbose else None
-    if log is not None and improvements:
-        log(*improvements[0])
+    improvements = []  # (seconds since the call began, peak) of each lower incumbent
+
+    def found(peak):
+        # a member's plan lower than the portfolio's before: logged as found, not when the last
+        # member ends (on 5,000 buffers the strategy members take most of a second after it)
+        improvements.append((time.perf_counter() - t_call, peak))
+        if log is not None:
+            log(*improvements[-1])
+
+    t0 = time.perf_counter()
+    phase1 = _portfolio(problem, members, sweep, bound, restarts, seed, budget,
+                        STRATEGY_MEMBERS_MAX_N if default_members else None, context=context, progress=found)
+    best, best_peak = phase1["best"], phase1["peak"]
+    stats = {"member": phase1["winner"], "peaks": phase1["peaks"], "portfolio_peak": best_peak,
+             "portfolio_s": time.perf_counter() - t0, "portfolio_wave_s": phase1["wave_max"],
+             "improved": 0}
     limited, proven, message = False, 0, ""
     if phase1["cut"]:
         stats["portfolio_cut"] = True  # the time limit ended the portfolio before all members ran

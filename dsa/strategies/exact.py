@@ -231,6 +231,9 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
     # portfolio runs the first it is given whatever its limit, and knows no greedy wave's time in
     # that call; see best.STRATEGY_WAVES)
     offsets, peak = start([f"{order}/{fit}" for order, fit in best.MEMBERS])
+    found_s = time.perf_counter() - t0  # (when the incumbent was found)
+    log.header(problem, bound, peak)
+    log.line(0, peak, lo, "plan of the portfolio's greedy members", force=True)
     costlier = (list(best.STRATEGY_MEMBERS) if len(problem) <= best.STRATEGY_MEMBERS_MAX_N
                 and not context.sweep.dense else [])
     first, used, searches = None, 0, 0
@@ -251,16 +254,17 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
             full, full_peak = start(fit)
             if full_peak < peak:
                 offsets, peak = full, full_peak
+                found_s = time.perf_counter() - t0
+                log.line(used, peak, lo, "plan of the portfolio's strategy members", force=True)
     portfolio_peak = peak
     if first is not None:
         offsets = first
         peak = plan_peak(problem, offsets)
+        found_s = time.perf_counter() - t0
+        log.line(used, peak, lo, "plan found at the bound", force=True)
     stats = {"portfolio_peak": portfolio_peak, "first_look": first is not None, "nodes": used,
              "probes": searches, "proofs": [], "rounds": 0, "threads": canonical.threads()}
-    log.header(problem, bound, peak)
-    if first is not None:
-        log.line(used, peak, lo, "plan found at the bound", force=True)
-    state = {"offsets": offsets, "peak": peak, "lo": lo, "found_s": time.perf_counter() - t0}
+    state = {"offsets": offsets, "peak": peak, "lo": lo, "found_s": found_s}
     # a period too large to search keeps its portfolio plan: no capacity below its peak can be
     # reached (or disproved) by the search
     stuck = search.stuck(offsets)
