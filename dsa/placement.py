@@ -47,8 +47,9 @@ def greedy_offsets(problem, order, fit: str = "best", *, sweep=None, engine: str
     overlap graph, and so are orders whose starts never decrease (over the rows that are not fixed: a
     sweep over time, :func:`dsa._kernels.greedy.place_by_start`: O(n log n + n L) for at most ``L``
     rows alive at once; 0.16-0.2 s against 1.8-1.9 s with the graph, and 0.4 s to build it, on a
-    rectangle cut of 100,000 buffers; fixed rows are looked up by start). ``engine="numpy"`` always takes the numpy loop (O(n^2) time and O(n) memory; numba is
-    never imported), ``engine="kernel"`` the kernels. All paths give the same plan.
+    rectangle cut of 100,000 buffers; fixed rows are looked up by start). ``engine="numpy"`` always
+    takes the numpy loop (O(n^2) time and O(n) memory; numba is never imported), ``engine="kernel"``
+    the kernels. All paths give the same plan.
 
     ``stop``, an int64 array of one element, lets another thread cut a placement short: once it is
     non-zero, the kernels return within a few hundred rows, the rows not placed yet left at -1 (the
