@@ -12,9 +12,9 @@ Deep Neural Net Inference", MLSys 2020 workshop, arXiv:2001.03288, generalised t
 per-buffer alignment and fixed offsets.
 
 Complexity: O(n log n + E + sum_i k_i log k_i) time, where E is the number of intersecting lifetime
-pairs and k_i the placed neighbours of buffer i; O(n + E) memory. Orders by start (without fixed
-buffers) take a sweep over time instead: O(n log n + n L) time for at most L buffers alive at once,
-O(n) memory.
+pairs and k_i the placed neighbours of buffer i; O(n + E) memory. Orders by start (over the buffers
+that are not fixed) take a sweep over time instead: O(n log n + n L + n f log f) time for at most L
+buffers alive at once and f fixed ones, O(n) memory.
 """
 from __future__ import annotations
 
@@ -38,7 +38,9 @@ def greedy_offsets(problem, order, fit: str = "best", *, sweep=None, engine: str
                    stop=None) -> np.ndarray:
     """Offsets from placing the non-fixed rows in ``order`` (an array of row indices) with ``fit``.
 
-    Rows missing from ``order`` that are not fixed are placed last, by index. ``sweep`` (a
+    Rows missing from ``order`` that are not fixed are placed last, by index; a row may appear once
+    at most, and every entry must be a row index in ``[0, n)`` (a ``ValueError`` names the first
+    that is not). ``sweep`` (a
     :class:`dsa.sweep.Sweep` of ``problem``) supplies the time-overlap graph; without one it is built.
     With ``engine="auto"``, problems of fewer than ``SMALL_N`` rows whose overlap graph is not built
     yet are placed by a numpy loop instead of the numba kernel (a rule on the size alone, see
@@ -66,9 +68,9 @@ def greedy_offsets(problem, order, fit: str = "best", *, sweep=None, engine: str
     offsets = np.full(n, -1, dtype=np.int64)
     if n == 0:
         return offsets
+    order = _rows(order, n)
     fixed = problem.is_fixed
     offsets[fixed] = problem.fixed_offsets[fixed]
-    order = np.asarray(order, dtype=np.int64)
     order = order[~fixed[order]]
     if len(order) != n - int(fixed.sum()):
         seen = np.zeros(n, dtype=bool)
@@ -102,12 +104,36 @@ def by_start(problem, order) -> bool:
     time, without the overlap graph: the starts of its rows that are not fixed never decrease (fixed
     rows are not placed, wherever ``order`` has them). Taken in such an order, the placed rows that
     meet a row are those alive at its start and the fixed rows that start during its lifetime (O(n L)
-    for at most ``L`` rows alive at once)."""
-    order = np.asarray(order, dtype=np.int64)
+    for at most ``L`` rows alive at once). ``order`` is checked as :func:`greedy_offsets` checks it."""
+    order = _rows(order, len(problem))
     order = order[~problem.is_fixed[order]]
     if len(order) < 2:
         return False
     return bool((np.diff(problem.starts[order]) >= 0).all())
+
+
+def _rows(order, n: int) -> np.ndarray:
+    """``order`` as an int64 array of distinct row indices in ``[0, n)``; a ``ValueError`` names the
+    first entry that is not one (out of range, or a row seen before), and says so for an order that
+    is not a 1-D array of integers. O(len(order) + n)."""
+    rows = np.asarray(order)
+    if rows.ndim != 1 or (rows.size and not np.issubdtype(rows.dtype, np.integer)):
+        raise ValueError(f"order must be a 1-D array of row indices (integers), got shape {rows.shape} "
+                         f"and dtype {rows.dtype}")
+    rows = rows.astype(np.int64, copy=False)
+    if rows.size == 0:
+        return rows
+    outside = np.flatnonzero((rows < 0) | (rows >= n))
+    if outside.size:
+        k = int(outside[0])
+        have = f"rows 0..{n - 1}" if n else "no rows"
+        raise ValueError(f"order[{k}] = {int(rows[k])} is not a row index: the problem has {have}")
+    if np.bincount(rows, minlength=n).max() > 1:
+        first = np.zeros(rows.size, dtype=bool)
+        first[np.unique(rows, return_index=True)[1]] = True  # (a row's later entries are the repeats)
+        k = int(np.argmin(first))
+        raise ValueError(f"order[{k}] = {int(rows[k])} repeats a row: each row may appear once")
+    return rows
 
 
 def _place_small(problem, order, offsets, best_fit: bool) -> np.ndarray:

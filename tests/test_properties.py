@@ -324,6 +324,29 @@ def test_the_sweep_by_start_meets_fixed_rows_that_start_later():
         assert out.tolist() == [0, 0, 4], best_fit
 
 
+@pytest.mark.parametrize("order, says", [
+    ([0, 1, 5], r"order\[2\] = 5 is not a row index: the problem has rows 0\.\.3"),
+    ([0, -1], r"order\[1\] = -1 is not a row index"),
+    ([2, 0, 2, 1], r"order\[2\] = 2 repeats a row"),
+    ([[0, 1], [2, 3]], "1-D array of row indices"),
+    ([0.0, 1.0], "1-D array of row indices"),
+])
+def test_greedy_offsets_and_by_start_name_the_entry_of_an_order_that_is_not_a_row(order, says):
+    # before, an index past the end raised numpy's IndexError, a negative one silently meant a row
+    # from the end, and a repeated row left another unplaced (offset -1)
+    from dsa.placement import by_start, greedy_offsets
+
+    p = dsa.Problem([0, 0, 1, 2], [2, 3, 4, 5], [8, 8, 8, 8])
+    for call in (lambda: greedy_offsets(p, order), lambda: by_start(p, order),
+                 lambda: greedy_offsets(p, order, engine="numpy")):
+        with pytest.raises(ValueError, match=says):
+            call()
+    # a partial order is not an error: the missing rows come last, by index
+    assert greedy_offsets(p, [3, 1], "first").tolist() == greedy_offsets(p, [3, 1, 0, 2], "first").tolist()
+    assert greedy_offsets(p, np.array([], dtype=np.int64), "first").tolist() == greedy_offsets(p, [0, 1, 2, 3],
+                                                                                              "first").tolist()
+
+
 def test_greedy_offsets_takes_the_sweep_only_for_orders_by_start(monkeypatch):
     import dsa._kernels
     import dsa._kernels.greedy as kernels
