@@ -42,7 +42,15 @@ __all__ = ["CanonicalSearch", "lower_peak", "random_dives", "feasible", "warm", 
 # in 0.03-0.2 s), 13 rectangle cuts of 1,000-5,000 buffers 5 lower, 3 higher, 5 level (mean -0.4 % of
 # LOAD); exact on 4 of both: 2 lower, 2 level
 MAX_BUFFERS = 10_000
-MAX_DEGREE_SUM = 2_000_000  # bound on the number of (buffer, time-neighbour) pairs of a period
+# bound on the number of (buffer, time-neighbour) pairs of a period (8 bytes each in the lists; a node
+# costs O(m + S + degree)). 8,000,000 rather than 2,000,000: nearly continuous cuts of 10,000 buffers
+# have 4.8 M pairs, and without the search (and the random dives, which use its periods) best at 20 s
+# stayed near its portfolio's plan: fine-10000-s35 1.3247 -> 1.2125 x LOAD (supermalloc 1.2144),
+# fine-10000-s2 1.3069 -> 1.2003, fine-8000-s1 1.2204 -> 1.2190, long-tall-5000-s1 1.0335 both; coarse
+# cuts of 10,000 buffers level or slightly higher (pinwheel-10000-s32 1.0475 both, guillotine-10000-s31
+# 1.0525 and 1.0550 -> 1.0600, the search's time taken from the skyline search). Time limits are kept
+# (1 and 3 s on those cuts: at most 0.07 s over); at 10,000 buffers the process peaked at 0.4 GB
+MAX_DEGREE_SUM = 8_000_000
 MAX_SPAN_SUM = 4_000_000    # bound on sum over buffers of the sections they span
 # static preorders (tie-breaks of the dynamic order), as letters: T = largest section total the
 # buffer meets (recomputed from the unplaced sizes for each piece of a decomposition, as MiniMalloc
