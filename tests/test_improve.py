@@ -3,6 +3,7 @@ force) and the local search over greedy orders."""
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -286,6 +287,13 @@ def test_a_periods_time_neighbours_are_those_of_the_whole_matrix(monkeypatch, ki
     assert not canonical._Period(p, rows).searchable
     monkeypatch.setattr(canonical, "MAX_DEGREE_SUM", int(ov.sum()))
     assert canonical._Period(p, rows).searchable
+    # a deadline the preparation would outlast (PREP_S_PER_PAIR a pair): left unprepared, as late
+    soon = time.perf_counter() + 60.0
+    monkeypatch.setattr(canonical, "PREP_S_PER_PAIR", 120.0 / int(ov.sum()))
+    late = canonical._Period(p, rows, soon)
+    assert late.late and not late.searchable
+    monkeypatch.setattr(canonical, "PREP_S_PER_PAIR", 30.0 / int(ov.sum()))
+    assert canonical._Period(p, rows, soon).searchable
 
 
 def test_the_canonical_search_does_not_depend_on_the_order_of_the_neighbour_lists():

@@ -40,17 +40,25 @@ __all__ = ["CanonicalSearch", "lower_peak", "random_dives", "feasible", "warm", 
 # 9 pinwheel tilings of omnimalloc's of 2,001-5,001 buffers 1.2690 -> 1.2630 x LOAD (below supermalloc on
 # 9 rather than 5; a straight dive of the search plans there 2-5 % below what the skyline search reached,
 # in 0.03-0.2 s), 13 rectangle cuts of 1,000-5,000 buffers 5 lower, 3 higher, 5 level (mean -0.4 % of
-# LOAD); exact on 4 of both: 2 lower, 2 level
-MAX_BUFFERS = 10_000
+# LOAD); exact on 4 of both: 2 lower, 2 level. 20,000 rather than 10,000 (with MAX_DEGREE_SUM below):
+# best at 20 s on a nearly continuous cut of 20,000 buffers 1.3517 -> 1.2028 (the search and the
+# random dives found the plans, as on 10,000), on coarse cuts of 20,000 slightly higher
+# (short-wide-20000-s34 1.0636 -> 1.0671, pinwheel-20000-s36 1.0442 -> 1.0495, the search's time taken
+# from the skyline search)
+MAX_BUFFERS = 20_000
 # bound on the number of (buffer, time-neighbour) pairs of a period (8 bytes each in the lists; a node
-# costs O(m + S + degree)). 8,000,000 rather than 2,000,000: nearly continuous cuts of 10,000 buffers
-# have 4.8 M pairs, and without the search (and the random dives, which use its periods) best at 20 s
-# stayed near its portfolio's plan: fine-10000-s35 1.3247 -> 1.2125 x LOAD (supermalloc 1.2144),
-# fine-10000-s2 1.3069 -> 1.2003, fine-8000-s1 1.2204 -> 1.2190, long-tall-5000-s1 1.0335 both; coarse
-# cuts of 10,000 buffers level or slightly higher (pinwheel-10000-s32 1.0475 both, guillotine-10000-s31
-# 1.0525 and 1.0550 -> 1.0600, the search's time taken from the skyline search). Time limits are kept
-# (1 and 3 s on those cuts: at most 0.07 s over); at 10,000 buffers the process peaked at 0.4 GB
-MAX_DEGREE_SUM = 8_000_000
+# costs O(m + S + degree)). 16,000,000 rather than 2,000,000: nearly continuous cuts have 4.8 M pairs at
+# 10,000 buffers and 12.8 M at 20,000, and without the search (and the random dives, which use its
+# periods) best at 20 s stayed near its portfolio's plan there: fine-10000-s35 1.3247 -> 1.2125 x LOAD
+# (supermalloc 1.2144), fine-10000-s2 1.3069 -> 1.2003, fine-8000-s1 1.2204 -> 1.2190,
+# long-tall-5000-s1 1.0335 both; coarse cuts of 10,000 buffers level or slightly higher
+# (pinwheel-10000-s32 1.0475 both, guillotine-10000-s31 1.0525 and 1.0550 -> 1.0600, the search's time
+# taken from the skyline search). At 20,000 buffers the process peaked at 0.5 GB
+MAX_DEGREE_SUM = 16_000_000
+# what preparing a period takes per neighbour pair (lists, sections, features: 0.18-0.22 s for 12.8 M
+# pairs, 0.05 s for 4.8 M): a period is left unprepared when the deadline would pass first (at 1 s on
+# 20,000 buffers of 12.8 M pairs, best returned 0.26 s late in some runs without this)
+PREP_S_PER_PAIR = 2e-8
 MAX_SPAN_SUM = 4_000_000    # bound on sum over buffers of the sections they span
 # static preorders (tie-breaks of the dynamic order), as letters: T = largest section total the
 # buffer meets (recomputed from the unplaced sizes for each piece of a decomposition, as MiniMalloc
@@ -145,10 +153,11 @@ class _Period:
         # O(m log m): rows in start order that start before a row ends overlap it
         by_start = np.sort(st)
         later = np.searchsorted(by_start, np.sort(en), side="left")
-        if 2 * (int(later.sum()) - m * (m + 1) // 2) > MAX_DEGREE_SUM:
+        pairs = 2 * (int(later.sum()) - m * (m + 1) // 2)
+        if pairs > MAX_DEGREE_SUM:
             self.searchable = False
             return
-        if _past(deadline):
+        if _past(deadline if deadline is None else deadline - PREP_S_PER_PAIR * pairs):
             self.searchable = False
             self.late = True
             return
@@ -299,8 +308,9 @@ class CanonicalSearch:
     problem : dsa.Problem
     deadline : float, optional
         A ``time.perf_counter()`` time: the busy periods not prepared by then (their time-overlap
-        lists and sections: 10-15 ms at 5,000-10,000 rows) are left unsearchable, so that a caller
-        out of time does not overrun it. Default: none.
+        lists and sections: 10-15 ms at 5,000-10,000 rows of coarse cuts, 0.2 s for 12.8 M
+        neighbour pairs), or whose preparation would end after it (``PREP_S_PER_PAIR`` a pair), are
+        left unsearchable, so that a caller out of time does not overrun it. Default: none.
 
     Attributes
     ----------
