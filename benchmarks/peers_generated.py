@@ -26,7 +26,8 @@ check that what holds on the main set holds off it; ``--set omnimalloc`` a third
 omnimalloc's own generators of known optimum (``OMNI_FAMILIES``), in the peer's environment; ``--set
 random`` a fourth: twelve instances whose generator settings are drawn at random from their seeds
 (``random_settings``), none chosen by anyone; ``--random-seeds FIRST-LAST`` draws it from other seeds
-(settings that no run has seen before).
+(settings that no run has seen before); ``--set large`` a fifth: the main set's families at 10,000 and
+20,000 buffers (``LARGE_INSTANCES``).
 """
 from __future__ import annotations
 
@@ -142,18 +143,27 @@ def random_set(seeds) -> tuple:
 
 
 RANDOM_FAMILIES, RANDOM_INSTANCES = random_set(RANDOM_SEEDS)
+# a fifth set (``--set large``): the main set's families at 10,000-20,000 buffers, beyond the sizes of
+# the other sets, where the searches must scale
+LARGE_INSTANCES = [
+    ("guillotine", 10000, 31), ("pinwheel", 10000, 32), ("long-tall", 10000, 33), ("short-wide", 20000, 34),
+    ("fine", 10000, 35), ("pinwheel", 20000, 36), ("fine", 20000, 37),
+]
 SETS = {"main": (FAMILIES, INSTANCES), "other": (OTHER_FAMILIES, OTHER_INSTANCES),
-        "omnimalloc": (OMNI_FAMILIES, OMNI_INSTANCES), "random": (RANDOM_FAMILIES, RANDOM_INSTANCES)}
+        "omnimalloc": (OMNI_FAMILIES, OMNI_INSTANCES), "random": (RANDOM_FAMILIES, RANDOM_INSTANCES),
+        "large": (FAMILIES, LARGE_INSTANCES)}
 # each set's generator, as the report and the digest name it, and the report's words for its instances
 # and where they come from
 GENERATORS = {"main": "dsa.generate.rectangle_cut", "other": "dsa.generate.rectangle_cut",
-              "omnimalloc": "omnimalloc.benchmark.sources", "random": "dsa.generate.rectangle_cut"}
+              "omnimalloc": "omnimalloc.benchmark.sources", "random": "dsa.generate.rectangle_cut",
+              "large": "dsa.generate.rectangle_cut"}
 TITLES = {"main": "rectangle-cut instances", "other": "rectangle-cut instances of other generator settings",
           "omnimalloc": "instances of omnimalloc's own generators",
-          "random": "rectangle-cut instances of generator settings drawn at random"}
+          "random": "rectangle-cut instances of generator settings drawn at random",
+          "large": "rectangle-cut instances of 10,000-20,000 buffers"}
 _RECTANGLE_CUT = ("`dsa.generate.rectangle_cut` (families and generator arguments in the JSON beside this "
                   "file), ")
-ORIGINS = {"main": _RECTANGLE_CUT, "other": _RECTANGLE_CUT, "random": _RECTANGLE_CUT,
+ORIGINS = {"main": _RECTANGLE_CUT, "other": _RECTANGLE_CUT, "random": _RECTANGLE_CUT, "large": _RECTANGLE_CUT,
            "omnimalloc": "omnimalloc's own generators of known optimum, `omnimalloc.benchmark.sources` "
                          "(TilingSource, PinwheelSource; run in the peers' environment, each instance's optimum "
                          "checked equal to LOAD; sources and their arguments in the JSON beside this file): "
