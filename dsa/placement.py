@@ -40,8 +40,8 @@ def greedy_offsets(problem, order, fit: str = "best", *, sweep=None, engine: str
 
     Rows missing from ``order`` that are not fixed are placed last, by index; a row may appear once
     at most, and every entry must be a row index in ``[0, n)`` (a ``ValueError`` names the first
-    that is not). ``sweep`` (a
-    :class:`dsa.sweep.Sweep` of ``problem``) supplies the time-overlap graph; without one it is built.
+    that is not). ``sweep`` (a :class:`dsa.sweep.Sweep` of ``problem``) supplies the time-overlap
+    graph; without one it is built.
     With ``engine="auto"``, problems of fewer than ``SMALL_N`` rows whose overlap graph is not built
     yet are placed by a numpy loop instead of the numba kernel (a rule on the size alone, see
     :func:`dsa._kernels.use_numpy`; the environment variable ``DSA_ENGINE`` overrides it), and
