@@ -217,11 +217,11 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
     longest greedy wave, or than the longest such member so far took (``cut`` in the result says that
     one of these happened). Once a plan exists, a greedy pass still running at the deadline is
     stopped there and dropped (its peak in ``peaks`` is None), unless the wave before took less than
-    ``ALARM_MIN_WAVE_S`` (passes that short end soon enough, and the timer costs as much). ``engine`` is the greedy members' (see
-    :func:`dsa.strategies.greedy.greedy_offsets`).
+    ``ALARM_MIN_WAVE_S`` (passes that short end soon enough, and the timer costs as much).
+    ``engine`` is the greedy members' (see :func:`dsa.strategies.greedy.greedy_offsets`).
 
-    From ``STARTS_FIRST_MIN_N`` rows on, the members that order by start
-    run first: their passes are sweeps over time, about ten times cheaper than the others (see
+    From ``STARTS_FIRST_MIN_N`` rows on, the members that order by start run first: their passes
+    are sweeps over time, about ten times cheaper than the others (see
     :func:`dsa.placement.greedy_offsets`), so that a plan exists early. Between plans of the same
     peak the member that comes first in ``members`` wins all the same.
 
