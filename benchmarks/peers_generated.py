@@ -26,8 +26,8 @@ check that what holds on the main set holds off it; ``--set omnimalloc`` a third
 omnimalloc's own generators of known optimum (``OMNI_FAMILIES``), in the peer's environment; ``--set
 random`` a fourth: twelve instances whose generator settings are drawn at random from their seeds
 (``random_settings``), none chosen by anyone; ``--random-seeds FIRST-LAST`` draws it from other seeds
-(settings that no run has seen before); ``--set large`` a fifth: the main set's families at 10,000 and
-20,000 buffers (``LARGE_INSTANCES``).
+(settings that no run has seen before), and ``--random-sizes LO-HI`` their sizes from another range;
+``--set large`` a fifth: the main set's families at 10,000 and 20,000 buffers (``LARGE_INSTANCES``).
 """
 from __future__ import annotations
 
@@ -115,10 +115,10 @@ OMNI_INSTANCES = [
 RANDOM_SEEDS = tuple(range(601, 613))
 
 
-def random_settings(seed: int) -> tuple:
+def random_settings(seed: int, sizes: tuple = (200, 5000)) -> tuple:
     """``(n, settings)`` of the random set's instance ``seed``: :func:`dsa.generate.rectangle_cut`'s
     arguments but ``n`` and ``seed``, drawn from ``numpy.random.default_rng(20_000 + seed)``: ``n``
-    log-uniform on [200, 5000], ``aspect`` log-uniform on [0.05, 20], ``pinwheel`` uniform on [0, 1]
+    log-uniform on ``sizes`` (default [200, 5000]; the settings do not depend on it), ``aspect`` log-uniform on [0.05, 20], ``pinwheel`` uniform on [0, 1]
     (both to 3 decimals), ``alignment`` one of 1, 8, 64, 256, 4096, ``lifetimes`` any of
     ``dsa.generate.LIFETIMES``, ``cells_per_buffer`` one of 2, 4, 16, 64, 256, 1024, 4096, ``draw``
     any of ``dsa.generate.DRAWS``."""
@@ -127,7 +127,7 @@ def random_settings(seed: int) -> tuple:
     from dsa.generate import DRAWS, LIFETIMES
 
     rng = np.random.default_rng(20_000 + int(seed))
-    n = int(round(math.exp(rng.uniform(math.log(200), math.log(5000)))))
+    n = int(round(math.exp(rng.uniform(math.log(sizes[0]), math.log(sizes[1])))))
     return n, {"aspect": round(math.exp(rng.uniform(math.log(0.05), math.log(20))), 3),
                "pinwheel": round(float(rng.uniform(0, 1)), 3),
                "alignment": int(rng.choice([1, 8, 64, 256, 4096])), "lifetimes": str(rng.choice(LIFETIMES)),
@@ -135,11 +135,11 @@ def random_settings(seed: int) -> tuple:
                "draw": str(rng.choice(DRAWS))}
 
 
-def random_set(seeds) -> tuple:
+def random_set(seeds, sizes: tuple = (200, 5000)) -> tuple:
     """``(families, instances)`` of a random set: one instance per seed, its settings drawn from it
-    (:func:`random_settings`); the family is named ``random<seed>``."""
+    (:func:`random_settings`, ``n`` on ``sizes``); the family is named ``random<seed>``."""
     return ({f"random{seed}": random_settings(seed)[1] for seed in seeds},
-            [(f"random{seed}", random_settings(seed)[0], seed) for seed in seeds])
+            [(f"random{seed}", random_settings(seed, sizes)[0], seed) for seed in seeds])
 
 
 RANDOM_FAMILIES, RANDOM_INSTANCES = random_set(RANDOM_SEEDS)
@@ -590,6 +590,8 @@ def main(argv=None) -> int:
                     "(default: all)")
     ap.add_argument("--random-seeds", metavar="FIRST-LAST", help="with --set random: draw the set from these "
                     f"seeds instead (default {RANDOM_SEEDS[0]}-{RANDOM_SEEDS[-1]}), settings no run has seen")
+    ap.add_argument("--random-sizes", metavar="LO-HI", help="with --set random: draw each instance's buffers "
+                    "log-uniformly from LO-HI instead of 200-5000 (the other settings stay those of its seed)")
     ap.add_argument("--out", type=Path, default=Path("out/peers_generated"), help="output path without suffix")
     ap.add_argument("--summary", type=Path, help="also write the compact JSON here")
     ap.add_argument("--dsa-commit", help="the commit of the dsa measured, for the report (default: git's HEAD "
@@ -607,6 +609,12 @@ def main(argv=None) -> int:
         if args.set != "random" or not bounds or int(bounds.group(1)) > int(bounds.group(2)):
             ap.error("--random-seeds takes FIRST-LAST (FIRST <= LAST), with --set random")
         families, specs = random_set(range(int(bounds.group(1)), int(bounds.group(2)) + 1))
+    if args.random_sizes:
+        sizes = re.fullmatch(r"(\d+)-(\d+)", args.random_sizes)
+        if args.set != "random" or not sizes or not 1 <= int(sizes.group(1)) <= int(sizes.group(2)):
+            ap.error("--random-sizes takes LO-HI (1 <= LO <= HI), with --set random")
+        seeds = [seed for _, _, seed in specs]
+        families, specs = random_set(seeds, (int(sizes.group(1)), int(sizes.group(2))))
     if args.instances:
         wanted = args.instances.split(",")
         specs = [s for k, s in enumerate(specs) if str(k) in wanted or instance_name(*s) in wanted]

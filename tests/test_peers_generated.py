@@ -213,7 +213,17 @@ def test_random_seeds_draw_the_random_set_from_other_seeds(pg, monkeypatch):
     assert pg.main(["--peer-python", "python", "--set", "random", "--random-seeds", "613-614",
                     "--out", "unused"]) == 0
     assert measured == specs[:2]
+    # --random-sizes: the same seeds and settings, the sizes drawn from another range
+    measured.clear()
+    assert pg.main(["--peer-python", "python", "--set", "random", "--random-seeds", "613-614",
+                    "--random-sizes", "5000-20000", "--out", "unused"]) == 0
+    assert [(f, seed) for f, _, seed in measured] == [(f, seed) for f, _, seed in specs[:2]]
+    for (family, n, seed), (_, small, _) in zip(measured, specs):
+        assert 5000 <= n <= 20000 and n > small
+        assert pg.random_settings(seed, (5000, 20000)) == (n, pg.random_settings(seed)[1])
+        assert pg.generator_args(family, n, seed) == {"n": n, "seed": seed, **pg.random_settings(seed)[1]}
     for bad in (["--random-seeds", "614-613", "--set", "random"], ["--random-seeds", "613-614"],
-                ["--random-seeds", "613", "--set", "random"]):
+                ["--random-seeds", "613", "--set", "random"], ["--random-sizes", "5000-20000"],
+                ["--random-sizes", "20000-5000", "--set", "random"], ["--random-sizes", "0-10", "--set", "random"]):
         with pytest.raises(SystemExit):
             pg.main(["--peer-python", "python", *bad])
