@@ -118,7 +118,8 @@ RANDOM_SEEDS = tuple(range(601, 613))
 def random_settings(seed: int, sizes: tuple = (200, 5000)) -> tuple:
     """``(n, settings)`` of the random set's instance ``seed``: :func:`dsa.generate.rectangle_cut`'s
     arguments but ``n`` and ``seed``, drawn from ``numpy.random.default_rng(20_000 + seed)``: ``n``
-    log-uniform on ``sizes`` (default [200, 5000]; the settings do not depend on it), ``aspect`` log-uniform on [0.05, 20], ``pinwheel`` uniform on [0, 1]
+    log-uniform on ``sizes`` (default [200, 5000]; the other settings do not depend on it),
+    ``aspect`` log-uniform on [0.05, 20], ``pinwheel`` uniform on [0, 1]
     (both to 3 decimals), ``alignment`` one of 1, 8, 64, 256, 4096, ``lifetimes`` any of
     ``dsa.generate.LIFETIMES``, ``cells_per_buffer`` one of 2, 4, 16, 64, 256, 1024, 4096, ``draw``
     any of ``dsa.generate.DRAWS``."""
