@@ -275,6 +275,37 @@ def test_the_portfolio_starts_no_strategy_member_that_the_time_left_cannot_hold(
         assert bool(sol.stats.get("portfolio_cut")) is (expect == 1)
 
 
+def test_the_portfolio_holds_back_members_for_the_improvement_phase(monkeypatch):
+    # once it has a plan, no member starts that would likely end after portfolio_time seconds into
+    # the call (the time is the improvement phase's): held, which is not the time limit's cut
+    import dsa.strategies.best as best_module
+
+    p = dsa.data.load("A.1048576").replace(capacity=None)  # (no member reaches LOAD)
+    members = ["size/first", "size/best", "area/first", "mincost_flow"]
+    sol = dsa.solve(p, "best", members=members, time_limit=60, portfolio_time=0.0, improve=False)
+    assert sol.success and list(sol.stats["peaks"]) == ["size/first"]
+    assert sol.stats["portfolio_held"] and not sol.stats.get("portfolio_cut")
+    sol = dsa.solve(p, "best", members=members, time_limit=60, improve=False)  # (no hold without improve)
+    assert list(sol.stats["peaks"]) == members and not sol.stats.get("portfolio_held")
+    # by default, a share of the time limit but at least PORTFOLIO_MIN_S: these members take
+    # milliseconds, so they all run at the default limit; with the floor and the share at 0 only the
+    # first does (the improvement phase gets the rest)
+    sol = dsa.solve(p, "best", members=members)
+    assert list(sol.stats["peaks"]) == members and not sol.stats.get("portfolio_held")
+    monkeypatch.setattr(best_module, "PORTFOLIO_SHARE", 0.0)
+    monkeypatch.setattr(best_module, "PORTFOLIO_MIN_S", 0.0)
+    sol = dsa.solve(p, "best", members=members, time_limit=0.5)
+    assert sol.success and list(sol.stats["peaks"]) == ["size/first"] and sol.stats["portfolio_held"]
+    assert best_module.portfolio_hold(None) is None
+
+
+@pytest.mark.parametrize("bad", [-1, -0.5, "1", True, float("nan"), [1]])
+def test_portfolio_time_must_be_seconds(bad):
+    p = dsa.data.load("A.1048576").replace(capacity=None)
+    with pytest.raises(ValueError, match="portfolio_time must be None or a number of seconds >= 0"):
+        dsa.solve(p, "best", portfolio_time=bad)
+
+
 def test_a_strategy_member_is_skipped_when_its_greedy_waves_do_not_fit(monkeypatch):
     # a strategy member's cost is judged in greedy waves (MEMBER_WAVES for those that cost more):
     # at a cost of 10^9 waves mincost_flow never fits in 5 s; at the default it runs

@@ -263,6 +263,27 @@ def test_the_portfolio_runs_within_the_time_left(monkeypatch):
     assert calls and all("time_limit" in c and c["time_limit"] is None for c in calls)
 
 
+def test_minimising_under_a_time_limit_the_portfolio_is_held_back_as_in_best(monkeypatch):
+    """exact hands its portfolio best's hold (best.portfolio_hold of its time limit): with the hold
+    at 0 only the first greedy member runs and no costlier one starts (stats["portfolio_held"]);
+    deciding a capacity, or without a time limit, nothing is held back."""
+    monkeypatch.setattr(best, "PORTFOLIO_SHARE", 0.0)
+    monkeypatch.setattr(best, "PORTFOLIO_MIN_S", 0.0)
+    calls = _spy_portfolio(monkeypatch)
+    e = dsa.data.load("E.1048576").replace(capacity=None)  # (no greedy member reaches LOAD)
+    sol = dsa.solve(e, "exact", time_limit=3.0)
+    assert sol.success and sol.stats["portfolio_held"] and not sol.stats.get("portfolio_cut")
+    assert [c["ran"] for c in calls] == [["size/first"]]
+    calls.clear()
+    capped = e.replace(capacity=int(dsa.solve(e, "greedy_by_size").peak))
+    sol = dsa.solve(capped, "exact", time_limit=3.0)
+    assert sol.success and calls and all(c["portfolio_time"] is None for c in calls)
+    assert not sol.stats.get("portfolio_held")
+    calls.clear()
+    dsa.solve(dsa.Problem.from_intervals(EXAMPLE_ROWS), "exact")
+    assert calls and all(c["portfolio_time"] is None for c in calls)
+
+
 def test_a_spent_budget_still_gives_the_first_members_plan(monkeypatch):
     """With the time already spent when the call starts, exact runs only the portfolio's first
     member (greedy by size, first fit: there must be a plan), skips the costlier members and the

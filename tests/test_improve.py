@@ -317,3 +317,27 @@ def test_the_canonical_search_does_not_depend_on_the_order_of_the_neighbour_list
                     finally:
                         per.adj = given
                     assert got[:2] == again[:2] and np.array_equal(got[2], again[2])
+
+
+def test_a_dive_stops_when_its_flag_is_set():
+    # random_dives sets the flag at its deadline (Budget.alarm), so a dive still running stops there
+    # (checked every 256 nodes) instead of going on to its node limit
+    p = dsa.generate.rectangle_cut(1500, seed=3, cells_per_buffer=1024)
+    search = canonical.CanonicalSearch(p)
+    per = max(search.periods, key=lambda per: len(per.rows))
+    key = per.feats["W"].astype(np.float64)
+    cap = dsa.load(p)
+    status, nodes, _ = per.dive(cap, 10**9, key, np.ones(1, np.int64))
+    assert status == 2 and nodes <= 256  # LIMIT at the first check
+    status, nodes, _ = per.dive(cap, 5000, key, np.zeros(1, np.int64))
+    assert status == 2 and nodes == 5000  # (unset: the node limit ends it)
+
+
+def test_random_dives_with_no_time_left_return_the_plan():
+    # (the deadline's alarm needs a positive limit: one already past must not fail)
+    p = dsa.generate.rectangle_cut(1500, seed=3, cells_per_buffer=1024)
+    start = dsa.solve(p, "greedy_by_size").offsets
+    for limit in (0.0, 1e-9):
+        out, stats = canonical.random_dives(p, start, time_limit=limit, seed=1)
+        dsa.validate(p, out)
+        assert np.array_equal(out, start) and stats["dives"] == 0

@@ -87,6 +87,17 @@ STARTS_FIRST_MIN_N = 20_000
 # a wave of greedy members is stopped at the deadline (Budget.alarm) only after a wave that took at
 # least this long: the timer thread costs about 0.3 ms a wave, as much as a pass on 150 buffers
 ALARM_MIN_WAVE_S = 0.005
+# with the improvement phase to come, once it has a plan the portfolio starts no member (a wave of
+# greedy members, a strategy member) likely to end more than this share of the time limit into the
+# call, or PORTFOLIO_MIN_S if later (see portfolio_hold and _portfolio's until). On problems of 10,000-50,000 buffers the
+# members took 4-16 s of a 20 s limit and their plans came in the first 0.3-2.7 s; with a share of 0.1,
+# best at 20 s on 8 rectangle cuts of 10,000-100,000 buffers: lower on 3 (long-tall-50000-s44 1.0564
+# -> 1.0263, pinwheel-50000-s42 1.0335 -> 1.0279, pinwheel-20000-s36 1.0495 -> 1.0442), level on 5;
+# exact on long-tall-50000-s44 1.0564 -> 1.0229 (its portfolio had taken 15.6 s).
+# The floor leaves the portfolio as it was at the default time limit and wherever its members take
+# under a second
+PORTFOLIO_SHARE = 0.1
+PORTFOLIO_MIN_S = 1.0
 
 
 def portfolio_head(problem, *, max_work: int = HEAD_WORK):
@@ -200,6 +211,13 @@ def _is_greedy(member) -> bool:
     return isinstance(member, tuple) and not isinstance(member[1], dict)
 
 
+def portfolio_hold(seconds):
+    """How long the portfolio may go on starting members once it has a plan, in a call with
+    ``seconds`` left whose improvement phase is to run: ``PORTFOLIO_SHARE`` of them, at least
+    ``PORTFOLIO_MIN_S`` (None without a time limit: no hold)."""
+    return None if seconds is None else max(PORTFOLIO_SHARE * seconds, PORTFOLIO_MIN_S)
+
+
 def _starts_first(problem) -> bool:
     """Whether the portfolio runs its members that order by start first: from ``STARTS_FIRST_MIN_N``
     rows on. Their greedy passes are sweeps over time, without the overlap graph (0.2 s against
@@ -209,7 +227,7 @@ def _starts_first(problem) -> bool:
 
 
 def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_max_n=None,
-               engine="auto", context=None, progress=None):
+               engine="auto", context=None, progress=None, until=None):
     """Phase 1: run the members in order, keep the lowest peak; stop at ``bound``, or once a plan
     exists when the budget is spent or has less time left than the last wave of greedy members took
     (on large problems with long lifetimes one greedy pass can take a second), and skip a member that
@@ -231,6 +249,12 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
 
     ``progress``, if given, is called with the peak each time a member's plan is lower than all
     before (as the members find them: a log shows the incumbent fall from the first member on).
+
+    ``until`` (a ``time.perf_counter()`` value, optional) holds the portfolio back: once a plan
+    exists, no wave of greedy members starts that would end after it if it took as long as the
+    last, and no other member once the longest such member so far would end after it, so that the
+    time goes to the search after the portfolio (``held`` in the result says that one was held
+    back; unlike ``cut``, this is not the time limit's doing).
     """
     rng = np.random.default_rng(check_seed(seed))
     indexed = list(enumerate(members))  # (position, member): ties between plans go to the first
@@ -238,7 +262,7 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
         indexed.sort(key=lambda item: not (_is_greedy(item[1]) and item[1][0] == "start"))
     stream = itertools.chain(indexed, ((len(indexed) + k, ("random", "best")) for k in range(int(restarts))))
     orders: dict = {}
-    state = {"best": None, "peak": None, "winner": None, "peaks": {}, "random": 0, "cut": False,
+    state = {"best": None, "peak": None, "winner": None, "peaks": {}, "random": 0, "cut": False, "held": False,
              "wave_max": 0.0, "position": None}  # (the longest wave of greedy members)
 
     def prepare(item):
@@ -285,6 +309,9 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
                 if state["best"] is not None and budget.remaining() < wave_s:
                     state["cut"] = True  # another wave would end past the deadline
                     break
+                if state["best"] is not None and until is not None and time.perf_counter() + wave_s > until:
+                    state["held"] = True  # the time is the improvement phase's
+                    break
                 wave = []
                 while item is not None and _is_greedy(item[1]) and len(wave) < workers:
                     wave.append(prepare(item))
@@ -315,6 +342,11 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
             if (state["best"] is not None and budget.deadline is not None
                     and budget.remaining() < max(member_waves(current) * state["wave_max"], member_max)):
                 state["cut"] = True  # it would likely end past the deadline (later ones may be greedy)
+                continue
+            if state["best"] is not None and until is not None and time.perf_counter() + member_max > until:
+                # (likewise; judged by the longest such member so far, not by the waves above: those
+                # bound its cost from above, for the deadline, where the hold is a soft share)
+                state["held"] = True
                 continue
             label = _member_label(current)
             if context is None:
@@ -823,7 +855,8 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
 
 
 def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, restarts: int = 0,
-          improve: bool = True, seed=None, sweep=None, context=None, verbose: bool = False):
+          improve: bool = True, seed=None, sweep=None, context=None, verbose: bool = False,
+          portfolio_time=None):
     """Plan with every member and keep the lowest peak; then improve it within ``time_limit``.
 
     Parameters
@@ -834,7 +867,8 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
         so that there is a plan: one greedy pass, which takes up to a second on rectangle cuts of
         50,000 buffers), and the improvement phase gets what remains. A member that cannot be
         stopped once started (a strategy, a callable) starts only while the time left is likely to
-        hold it (see ``STRATEGY_WAVES``).
+        hold it (see ``STRATEGY_WAVES``). With ``improve``, once a plan exists, no member starts that
+        is likely to end more than ``portfolio_time`` seconds into the call.
     members : list, optional
         The portfolio: greedy members as ``"order/fit"`` strings (``"size/first"``), registered
         strategy names (``"gergov"``), ``(name, options)`` pairs (``("buchsbaum", {"restarts": 4})``:
@@ -860,6 +894,13 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
     verbose : bool, default False
         Print the incumbent's peak to stderr each time it falls (seconds since the call began, peak,
         peak / lower bound).
+    portfolio_time : float, optional
+        Seconds into the call after which the portfolio, once it has a plan, starts no member likely
+        to end later (``stats["portfolio_held"]`` says that one was held back), so that the time goes
+        to the improvement phase. Default, under a time limit and with ``improve``:
+        ``PORTFOLIO_SHARE`` (0.1) of ``time_limit``, at least ``PORTFOLIO_MIN_S`` (1 s), so that on
+        problems where each member takes seconds (tens of thousands of buffers) most of the time is
+        the search's; otherwise the members run until the time limit.
 
     Returns
     -------
@@ -883,6 +924,9 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
     """
     if not isinstance(restarts, (int, np.integer)) or isinstance(restarts, bool) or restarts < 0:
         raise ValueError(f"restarts must be a non-negative int, got {restarts!r}")
+    if portfolio_time is not None and (isinstance(portfolio_time, bool) or not isinstance(
+            portfolio_time, (int, float, np.integer, np.floating)) or not portfolio_time >= 0):
+        raise ValueError(f"portfolio_time must be None or a number of seconds >= 0, got {portfolio_time!r}")
     t_call = time.perf_counter()
     budget = Budget(time_limit)
     seed = 0 if seed is None else seed
@@ -911,13 +955,19 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
             log(*improvements[-1])
 
     t0 = time.perf_counter()
+    if portfolio_time is None and improve and budget.deadline is not None:
+        portfolio_time = portfolio_hold(budget.remaining())
+    until = None if portfolio_time is None else t_call + float(portfolio_time)
     phase1 = _portfolio(problem, members, sweep, bound, restarts, seed, budget,
-                        STRATEGY_MEMBERS_MAX_N if default_members else None, context=context, progress=found)
+                        STRATEGY_MEMBERS_MAX_N if default_members else None, context=context, progress=found,
+                        until=until)
     best, best_peak = phase1["best"], phase1["peak"]
     stats = {"member": phase1["winner"], "peaks": phase1["peaks"], "portfolio_peak": best_peak,
              "portfolio_s": time.perf_counter() - t0, "portfolio_wave_s": phase1["wave_max"],
              "improved": 0}
     limited, proven, message = False, 0, ""
+    if phase1["held"]:
+        stats["portfolio_held"] = True  # (members held back for the improvement phase)
     if phase1["cut"]:
         stats["portfolio_cut"] = True  # the time limit ended the portfolio before all members ran
         limited = True

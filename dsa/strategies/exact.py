@@ -18,7 +18,8 @@ real traces one of them reaches ``lo``, which ends the call). Then a first look
 every preorder, 100 nodes per buffer each and at most a tenth of the time left: a plan there is
 optimal and ends the call. Otherwise the incumbent is the lower of the greedy members' plan and
 that of the portfolio's costlier members (its strategy members, each run only where the time left
-is likely to hold it, see ``best.STRATEGY_WAVES``; without its improvement phase); under a time limit, :func:`dsa.strategies.best.bound_look` (restarted skyline
+is likely to hold it, see ``best.STRATEGY_WAVES``; without its improvement phase; under a time limit,
+members likely to end after ``best.portfolio_hold`` of it are held back, as in ``best``); under a time limit, :func:`dsa.strategies.best.bound_look` (restarted skyline
 dives at ``lo``, a share of the time left, on problems where they can plan there: a plan is optimal
 and ends the call) runs, and :meth:`~dsa.strategies._canonical_search.CanonicalSearch.lower_peak` (the
 improvement phase of ``best`` too) runs rounds with a node budget that grows threefold after each
@@ -166,7 +167,9 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
         ``probes`` (the number of node-limited searches), ``proofs`` (capacities proven
         infeasible, at most 20 listed), ``portfolio_peak`` (of the greedy members alone when they
         reached the bound or the first look planned there), ``first_look`` (whether its plan was
-        kept), ``rounds``, ``threads`` and ``search_s``.
+        kept), ``rounds``, ``threads`` and ``search_s``; ``portfolio_held`` when, minimising under a
+        time limit, members of the portfolio were held back so that the searches get the time (see
+        :func:`dsa.strategies.best.portfolio_hold`).
 
     Examples
     --------
@@ -210,16 +213,25 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
     zero = problem.sizes == 0
 
     cut = []  # set when the time limit stops the portfolio before all its members ran
+    held = []  # set when members were held back for the searches (see best.portfolio_hold)
     wave = [0.0]  # the longest wave of the portfolio's greedy members
+    # minimising under a time limit, the portfolio starts no member likely to end after this, once it
+    # has a plan, as in best (where each member takes seconds, most of the time is the searches')
+    hold = None
+    if cap is None and budget.deadline is not None:
+        hold = time.perf_counter() + best.portfolio_hold(budget.remaining())
 
     def start(members):
         """The portfolio's plan with ``members`` (the greedy ones, or then the costlier ones), within
         what is left of the time limit (the portfolio always runs its first member: a plan)."""
         left = None if budget.deadline is None else max(budget.remaining(), MIN_PORTFOLIO_S)
+        until = None if hold is None else max(0.0, hold - time.perf_counter())
         sol = call(best.solve, problem, context, time_limit=left, improve=False, members=members,
-                   seed=seed)
+                   seed=seed, portfolio_time=until)
         if sol.stats.get("portfolio_cut"):
             cut.append(True)
+        if sol.stats.get("portfolio_held"):
+            held.append(True)
         wave[0] = max(wave[0], sol.stats.get("portfolio_wave_s", 0.0))
         out = np.asarray(sol.offsets, dtype=np.int64).copy()
         out[zero] = search.base[zero]  # zero-size rows: offset 0 or their fixed offset
@@ -250,6 +262,9 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
             budget.deadline is None or budget.remaining() >= best.member_waves(m) * wave[0])]
         if len(fit) < len(costlier):
             cut.append(True)  # no time left for some of the costlier members
+        if fit and hold is not None and time.perf_counter() >= hold:
+            held.append(True)  # (the time is the searches'; within the hold, best's applies to each)
+            fit = []
         if fit:
             full, full_peak = start(fit)
             if full_peak < peak:
@@ -378,6 +393,8 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
         stats["last_improvement_fraction"] = min(1.0, state["found_s"] / budget.time_limit)
     peak, lo = state["peak"], state["lo"]
     lo = min(lo, peak)  # (a plan of peak P proves nothing above P)
+    if held:
+        stats["portfolio_held"] = True
     if cut:
         stats["portfolio_cut"] = True
         if cap is None and lo < peak:
