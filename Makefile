@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-generalise bench-time-limits bench-pools bench-mip bench-peers bench-peers-other bench-peers-omnimalloc bench-peers-random bench-peers-large bench-peers-random-large bench-memory bench-profile bench-latency docs docs-figures docs-tables clean
+.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-generalise bench-time-limits bench-pools bench-mip bench-peers bench-peers-other bench-peers-omnimalloc bench-peers-random bench-peers-large bench-peers-random-large bench-peers-huge bench-memory bench-profile bench-latency docs docs-figures docs-tables clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -119,6 +119,13 @@ bench-peers-random-large: $(PY)
 	$(PY) benchmarks/peers_generated.py --set random --random-seeds 700-715 --random-sizes 5000-20000 \
 		--peer-python $(PEERS_VENV)/bin/python --time-limit 20 --threads 2 --peers supermalloc --peer-budgets \
 		--out docs/results/peers_random_large --summary out/peers_random_large.json
+
+# opt-in: 5 rectangle cuts of 50,000-100,000 buffers of the main set's families, against supermalloc,
+# 20 s each (about 8 minutes)
+bench-peers-huge: $(PY)
+	$(peers-env)
+	$(PY) benchmarks/peers_generated.py --set huge --peer-python $(PEERS_VENV)/bin/python --time-limit 20 \
+		--threads 2 --peers supermalloc --peer-budgets --out docs/results/peers_huge --summary out/peers_huge.json
 
 # opt-in: exact against the mip strategy (HiGHS) on windows of 20-40 buffers of the challenging
 # instances, 20 s per window each (about 1 minute). Writes docs/results/exact_vs_mip.{json,md}.

@@ -27,7 +27,8 @@ omnimalloc's own generators of known optimum (``OMNI_FAMILIES``), in the peer's 
 random`` a fourth: twelve instances whose generator settings are drawn at random from their seeds
 (``random_settings``), none chosen by anyone; ``--random-seeds FIRST-LAST`` draws it from other seeds
 (settings that no run has seen before), and ``--random-sizes LO-HI`` their sizes from another range;
-``--set large`` a fifth: the main set's families at 10,000 and 20,000 buffers (``LARGE_INSTANCES``).
+``--set large`` a fifth: the main set's families at 10,000 and 20,000 buffers (``LARGE_INSTANCES``);
+``--set huge`` a sixth: the same families at 50,000 and 100,000 buffers (``HUGE_INSTANCES``).
 """
 from __future__ import annotations
 
@@ -150,21 +151,29 @@ LARGE_INSTANCES = [
     ("guillotine", 10000, 31), ("pinwheel", 10000, 32), ("long-tall", 10000, 33), ("short-wide", 20000, 34),
     ("fine", 10000, 35), ("pinwheel", 20000, 36), ("fine", 20000, 37),
 ]
+# a sixth (``--set huge``): the same families at 50,000-100,000 buffers, the top of the generator's
+# intended range, above the canonical search's size limits (so neither it nor its random dives run there)
+HUGE_INSTANCES = [
+    ("fine", 50000, 41), ("pinwheel", 50000, 42), ("long-tall", 50000, 44), ("short-wide", 100000, 45),
+    ("fine", 100000, 43),
+]
 SETS = {"main": (FAMILIES, INSTANCES), "other": (OTHER_FAMILIES, OTHER_INSTANCES),
         "omnimalloc": (OMNI_FAMILIES, OMNI_INSTANCES), "random": (RANDOM_FAMILIES, RANDOM_INSTANCES),
-        "large": (FAMILIES, LARGE_INSTANCES)}
+        "large": (FAMILIES, LARGE_INSTANCES), "huge": (FAMILIES, HUGE_INSTANCES)}
 # each set's generator, as the report and the digest name it, and the report's words for its instances
 # and where they come from
 GENERATORS = {"main": "dsa.generate.rectangle_cut", "other": "dsa.generate.rectangle_cut",
               "omnimalloc": "omnimalloc.benchmark.sources", "random": "dsa.generate.rectangle_cut",
-              "large": "dsa.generate.rectangle_cut"}
+              "large": "dsa.generate.rectangle_cut", "huge": "dsa.generate.rectangle_cut"}
 TITLES = {"main": "rectangle-cut instances", "other": "rectangle-cut instances of other generator settings",
           "omnimalloc": "instances of omnimalloc's own generators",
           "random": "rectangle-cut instances of generator settings drawn at random",
-          "large": "rectangle-cut instances of 10,000-20,000 buffers"}
+          "large": "rectangle-cut instances of 10,000-20,000 buffers",
+          "huge": "rectangle-cut instances of 50,000-100,000 buffers"}
 _RECTANGLE_CUT = ("`dsa.generate.rectangle_cut` (families and generator arguments in the JSON beside this "
                   "file), ")
 ORIGINS = {"main": _RECTANGLE_CUT, "other": _RECTANGLE_CUT, "random": _RECTANGLE_CUT, "large": _RECTANGLE_CUT,
+           "huge": _RECTANGLE_CUT,
            "omnimalloc": "omnimalloc's own generators of known optimum, `omnimalloc.benchmark.sources` "
                          "(TilingSource, PinwheelSource; run in the peers' environment, each instance's optimum "
                          "checked equal to LOAD; sources and their arguments in the JSON beside this file): "

@@ -78,7 +78,7 @@ def test_report_and_digest(pg):
     assert digest[0]["generator_args"] == {"n": 300, "seed": 0}
 
 
-@pytest.mark.parametrize("name", ["main", "other", "random", "large"])
+@pytest.mark.parametrize("name", ["main", "other", "random", "large", "huge"])
 def test_every_instance_of_each_set_is_generated_as_named(pg, name):
     # the sets' families do not share names (an instance's name says which generator arguments
     # made it), and each instance's arguments make a problem of its size whose optimum is LOAD
