@@ -224,7 +224,7 @@ def test_random_dives_stop_when_a_dive_completes_without_a_plan(large, monkeypat
 
     calls = []
 
-    def exhausted(self, cap, node_limit, key):
+    def exhausted(self, cap, node_limit, key, stop=None):
         calls.append(cap)
         return 1, 10, np.zeros(len(self.rows), np.int64)
 
@@ -238,7 +238,7 @@ def test_random_dives_stop_when_a_dive_completes_without_a_plan(large, monkeypat
 def test_random_dives_leave_the_rest_of_the_time_once_they_stall(large, monkeypatch):
     from dsa.strategies import _canonical_search as canonical
 
-    monkeypatch.setattr(canonical._Period, "dive", lambda self, cap, node_limit, key: (
+    monkeypatch.setattr(canonical._Period, "dive", lambda self, cap, node_limit, key, stop=None: (
         2, node_limit, np.zeros(len(self.rows), np.int64)))  # every dive hits its node limit
     monkeypatch.setattr(canonical, "DIVE_STALL_MIN_S", 0.05)
     monkeypatch.setattr(canonical, "DIVE_STALL_SHARE", 0.0)
@@ -263,7 +263,7 @@ def test_random_dives_start_no_dive_that_the_time_left_cannot_hold(large, monkey
     monkeypatch.setattr(canonical, "DIVE_ROW2_S", 1e-15)
     monkeypatch.setattr(canonical, "THREADS", 1)
 
-    def slow(self, cap, node_limit, key):
+    def slow(self, cap, node_limit, key, stop=None):
         time.sleep(0.3)
         return 2, node_limit, np.zeros(len(self.rows), np.int64)
 

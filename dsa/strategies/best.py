@@ -89,13 +89,13 @@ STARTS_FIRST_MIN_N = 20_000
 ALARM_MIN_WAVE_S = 0.005
 # with the improvement phase to come, once it has a plan the portfolio starts no member (a wave of
 # greedy members, a strategy member) likely to end more than this share of the time limit into the
-# call, or PORTFOLIO_MIN_S if later (see portfolio_hold and _portfolio's until). On problems of 10,000-50,000 buffers the
-# members took 4-16 s of a 20 s limit and their plans came in the first 0.3-2.7 s; with a share of 0.1,
-# best at 20 s on 8 rectangle cuts of 10,000-100,000 buffers: lower on 3 (long-tall-50000-s44 1.0564
-# -> 1.0263, pinwheel-50000-s42 1.0335 -> 1.0279, pinwheel-20000-s36 1.0495 -> 1.0442), level on 5;
-# exact on long-tall-50000-s44 1.0564 -> 1.0229 (its portfolio had taken 15.6 s).
-# The floor leaves the portfolio as it was at the default time limit and wherever its members take
-# under a second
+# call, or PORTFOLIO_MIN_S if later (see portfolio_hold and _portfolio's until). On problems of
+# 10,000-50,000 buffers the members took 4-16 s of a 20 s limit and their plans came in the first
+# 0.3-2.7 s; with a share of 0.1, best at 20 s on 8 rectangle cuts of 10,000-100,000 buffers: lower
+# on 3 (long-tall-50000-s44 1.0564 -> 1.0263, pinwheel-50000-s42 1.0335 -> 1.0279,
+# pinwheel-20000-s36 1.0495 -> 1.0442), level on 5; exact on long-tall-50000-s44 1.0564 -> 1.0229
+# (its portfolio had taken 15.6 s). The floor leaves the portfolio as it was at the default time
+# limit and wherever its members take under a second
 PORTFOLIO_SHARE = 0.1
 PORTFOLIO_MIN_S = 1.0
 
@@ -867,8 +867,8 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
         so that there is a plan: one greedy pass, which takes up to a second on rectangle cuts of
         50,000 buffers), and the improvement phase gets what remains. A member that cannot be
         stopped once started (a strategy, a callable) starts only while the time left is likely to
-        hold it (see ``STRATEGY_WAVES``). With ``improve``, once a plan exists, no member starts that
-        is likely to end more than ``portfolio_time`` seconds into the call.
+        hold it (see ``STRATEGY_WAVES``). Once a plan exists, no member starts that is likely to end
+        more than ``portfolio_time`` seconds into the call (by default, only with ``improve``).
     members : list, optional
         The portfolio: greedy members as ``"order/fit"`` strings (``"size/first"``), registered
         strategy names (``"gergov"``), ``(name, options)`` pairs (``("buchsbaum", {"restarts": 4})``:

@@ -19,10 +19,11 @@ every preorder, 100 nodes per buffer each and at most a tenth of the time left: 
 optimal and ends the call. Otherwise the incumbent is the lower of the greedy members' plan and
 that of the portfolio's costlier members (its strategy members, each run only where the time left
 is likely to hold it, see ``best.STRATEGY_WAVES``; without its improvement phase; under a time limit,
-members likely to end after ``best.portfolio_hold`` of it are held back, as in ``best``); under a time limit, :func:`dsa.strategies.best.bound_look` (restarted skyline
-dives at ``lo``, a share of the time left, on problems where they can plan there: a plan is optimal
-and ends the call) runs, and :meth:`~dsa.strategies._canonical_search.CanonicalSearch.lower_peak` (the
-improvement phase of ``best`` too) runs rounds with a node budget that grows threefold after each
+members likely to end after ``best.portfolio_hold`` of it are held back, as in ``best``); under a
+time limit, :func:`dsa.strategies.best.bound_look` (restarted skyline dives at ``lo``, a share of
+the time left, on problems where they can plan there: a plan is optimal and ends the call) runs,
+and :meth:`~dsa.strategies._canonical_search.CanonicalSearch.lower_peak` (the improvement phase of
+``best`` too) runs rounds with a node budget that grows threefold after each
 round that did not lower the peak (one that did keeps its budget), its searches of ``lo`` going on
 from where the first look left them:
 
