@@ -907,7 +907,8 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
     Solution
         ``stats["member"]`` names the winning member of the portfolio and ``stats["peaks"]`` maps
         every member that ran to its peak; ``stats["portfolio_peak"]``, ``stats["portfolio_s"]``,
-        ``stats["portfolio_wave_s"]`` (the longest wave of greedy members), ``stats["improved"]`` (bytes
+        ``stats["portfolio_wave_s"]`` (the longest wave of greedy members), ``stats["portfolio_held"]``
+        (when members were held back, see ``portfolio_time``), ``stats["improved"]`` (bytes
         the improvement phase saved), ``stats["nodes"]`` (of the canonical search),
         ``stats["search_probes"]``, ``stats["search_s"]``, and when the local search ran
         ``stats["local_iterations"]``, ``stats["local_restarts"]``, ``stats["local_s"]`` (and on
