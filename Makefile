@@ -121,7 +121,7 @@ bench-peers-random-large: $(PY)
 		--out docs/results/peers_random_large --summary out/peers_random_large.json
 
 # opt-in: 5 rectangle cuts of 50,000-100,000 buffers of the main set's families, against supermalloc,
-# 20 s each (about 8 minutes)
+# 20 s each (about 6 minutes)
 bench-peers-huge: $(PY)
 	$(peers-env)
 	$(PY) benchmarks/peers_generated.py --set huge --peer-python $(PEERS_VENV)/bin/python --time-limit 20 \
