@@ -299,6 +299,33 @@ def test_the_portfolio_holds_back_members_for_the_improvement_phase(monkeypatch)
     assert best_module.portfolio_hold(None) is None
 
 
+def test_the_hold_moves_with_kernel_loading_as_the_time_limit_does(monkeypatch):
+    # a first call in a process loads kernels during its first member: the hold, like the time limit,
+    # does not count that time, so the later members still run (here 0.4 s of loading, simulated,
+    # against a hold of 0.2 s)
+    import dsa._kernels
+    import dsa.strategies.best as best_module
+
+    real, loads = best_module.greedy_offsets, []
+
+    def loading(*args, **kwargs):
+        if not loads:
+            loads.append(0.4)
+            time.sleep(0.4)
+            dsa._kernels._state["seconds"] += 0.4  # (as the kernel loader counts it)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(best_module, "greedy_offsets", loading)
+    p = dsa.data.load("A.1048576").replace(capacity=None)
+    try:
+        sol = dsa.solve(p, "best", members=["size/first", "size/best"], time_limit=60, portfolio_time=0.2,
+                        improve=False)
+    finally:
+        dsa._kernels._state["seconds"] -= sum(loads)
+    assert sol.success and list(sol.stats["peaks"]) == ["size/first", "size/best"]
+    assert not sol.stats.get("portfolio_held")
+
+
 @pytest.mark.parametrize("bad", [-1, -0.5, "1", True, float("nan"), [1]])
 def test_portfolio_time_must_be_seconds(bad):
     p = dsa.data.load("A.1048576").replace(capacity=None)

@@ -89,7 +89,7 @@ STARTS_FIRST_MIN_N = 20_000
 ALARM_MIN_WAVE_S = 0.005
 # with the improvement phase to come, once it has a plan the portfolio starts no member (a wave of
 # greedy members, a strategy member) likely to end more than this share of the time limit into the
-# call, or PORTFOLIO_MIN_S if later (see portfolio_hold and _portfolio's until). On problems of
+# call, or PORTFOLIO_MIN_S if later (see portfolio_hold and _portfolio's hold). On problems of
 # 10,000-50,000 buffers the members took 4-16 s of a 20 s limit and their plans came in the first
 # 0.3-2.7 s; with a share of 0.1, best at 20 s on 8 rectangle cuts of 10,000-100,000 buffers: lower
 # on 3 (long-tall-50000-s44 1.0564 -> 1.0263, pinwheel-50000-s42 1.0335 -> 1.0279,
@@ -227,7 +227,7 @@ def _starts_first(problem) -> bool:
 
 
 def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_max_n=None,
-               engine="auto", context=None, progress=None, until=None):
+               engine="auto", context=None, progress=None, hold=None):
     """Phase 1: run the members in order, keep the lowest peak; stop at ``bound``, or once a plan
     exists when the budget is spent or has less time left than the last wave of greedy members took
     (on large problems with long lifetimes one greedy pass can take a second), and skip a member that
@@ -250,11 +250,12 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
     ``progress``, if given, is called with the peak each time a member's plan is lower than all
     before (as the members find them: a log shows the incumbent fall from the first member on).
 
-    ``until`` (a ``time.perf_counter()`` value, optional) holds the portfolio back: once a plan
-    exists, no wave of greedy members starts that would end after it if it took as long as the
+    ``hold`` (a :class:`dsa.budget.Budget`, optional) holds the portfolio back: once a plan exists,
+    no wave of greedy members starts that would end after its deadline if it took as long as the
     last, and no other member once the longest such member so far would end after it, so that the
     time goes to the search after the portfolio (``held`` in the result says that one was held
-    back; unlike ``cut``, this is not the time limit's doing).
+    back; unlike ``cut``, this is not the time limit's doing). Being a budget, its deadline moves
+    with kernel loading as the call's does.
     """
     rng = np.random.default_rng(check_seed(seed))
     indexed = list(enumerate(members))  # (position, member): ties between plans go to the first
@@ -309,7 +310,7 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
                 if state["best"] is not None and budget.remaining() < wave_s:
                     state["cut"] = True  # another wave would end past the deadline
                     break
-                if state["best"] is not None and until is not None and time.perf_counter() + wave_s > until:
+                if state["best"] is not None and hold is not None and (hold.exhausted or hold.remaining() < wave_s):
                     state["held"] = True  # the time is the improvement phase's
                     break
                 wave = []
@@ -343,7 +344,7 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
                     and budget.remaining() < max(member_waves(current) * state["wave_max"], member_max)):
                 state["cut"] = True  # it would likely end past the deadline (later ones may be greedy)
                 continue
-            if state["best"] is not None and until is not None and time.perf_counter() + member_max > until:
+            if state["best"] is not None and hold is not None and (hold.exhausted or hold.remaining() < member_max):
                 # (likewise; judged by the longest such member so far, not by the waves above: those
                 # bound its cost from above, for the deadline, where the hold is a soft share)
                 state["held"] = True
@@ -930,6 +931,10 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
         raise ValueError(f"portfolio_time must be None or a number of seconds >= 0, got {portfolio_time!r}")
     t_call = time.perf_counter()
     budget = Budget(time_limit)
+    if portfolio_time is None and improve and budget.deadline is not None:
+        portfolio_time = portfolio_hold(budget.remaining())
+    # (a Budget, made with the call's: kernel loading, which a first call in a process pays, moves both)
+    hold = None if portfolio_time is None else Budget(max(float(portfolio_time), 1e-9))
     seed = 0 if seed is None else seed
     context = context if context is not None else Context(problem, sweep=sweep)
     sweep = context.sweep
@@ -956,12 +961,9 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
             log(*improvements[-1])
 
     t0 = time.perf_counter()
-    if portfolio_time is None and improve and budget.deadline is not None:
-        portfolio_time = portfolio_hold(budget.remaining())
-    until = None if portfolio_time is None else t_call + float(portfolio_time)
     phase1 = _portfolio(problem, members, sweep, bound, restarts, seed, budget,
                         STRATEGY_MEMBERS_MAX_N if default_members else None, context=context, progress=found,
-                        until=until)
+                        hold=hold)
     best, best_peak = phase1["best"], phase1["peak"]
     stats = {"member": phase1["winner"], "peaks": phase1["peaks"], "portfolio_peak": best_peak,
              "portfolio_s": time.perf_counter() - t0, "portfolio_wave_s": phase1["wave_max"],

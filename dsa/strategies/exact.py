@@ -218,17 +218,17 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
     wave = [0.0]  # the longest wave of the portfolio's greedy members
     # minimising under a time limit, the portfolio starts no member likely to end after this, once it
     # has a plan, as in best (where each member takes seconds, most of the time is the searches')
+    # (a Budget: kernel loading moves its deadline as it moves the call's)
     hold = None
     if cap is None and budget.deadline is not None:
-        hold = time.perf_counter() + best.portfolio_hold(budget.remaining())
+        hold = Budget(max(best.portfolio_hold(budget.remaining()), 1e-9))  # (a Budget's limit is positive)
 
     def start(members):
         """The portfolio's plan with ``members`` (the greedy ones, or then the costlier ones), within
         what is left of the time limit (the portfolio always runs its first member: a plan)."""
         left = None if budget.deadline is None else max(budget.remaining(), MIN_PORTFOLIO_S)
-        until = None if hold is None else max(0.0, hold - time.perf_counter())
         sol = call(best.solve, problem, context, time_limit=left, improve=False, members=members,
-                   seed=seed, portfolio_time=until)
+                   seed=seed, portfolio_time=None if hold is None else hold.remaining())
         if sol.stats.get("portfolio_cut"):
             cut.append(True)
         if sol.stats.get("portfolio_held"):
@@ -263,7 +263,7 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
             budget.deadline is None or budget.remaining() >= best.member_waves(m) * wave[0])]
         if len(fit) < len(costlier):
             cut.append(True)  # no time left for some of the costlier members
-        if fit and hold is not None and time.perf_counter() >= hold:
+        if fit and hold is not None and hold.exhausted:
             held.append(True)  # (the time is the searches'; within the hold, best's applies to each)
             fit = []
         if fit:
