@@ -152,7 +152,8 @@ LARGE_INSTANCES = [
     ("fine", 10000, 35), ("pinwheel", 20000, 36), ("fine", 20000, 37),
 ]
 # a sixth (``--set huge``): the same families at 50,000-100,000 buffers, the top of the generator's
-# intended range, above the canonical search's size limits (so neither it nor its random dives run there)
+# intended range, where busy periods exceed the canonical search's size limits (such a period is
+# neither searched nor dived; fine-50000-s41 has a second one, of 12,909 buffers, that is)
 HUGE_INSTANCES = [
     ("fine", 50000, 41), ("pinwheel", 50000, 42), ("long-tall", 50000, 44), ("short-wide", 100000, 45),
     ("fine", 100000, 43),
