@@ -134,6 +134,10 @@ def check_seed(seed):
     return int(seed)
 
 
+# the limit of a budget made spent (Budget.lasting): the constructor takes positive limits only
+_SPENT_S = 1e-9
+
+
 class Budget:
     """Seconds and nodes a search may still spend.
 
@@ -168,6 +172,20 @@ class Budget:
         self._deadline = None if time_limit is None else self.started + time_limit
         self._jit0 = jit_seconds()
         self.nodes = 0
+
+    @classmethod
+    def lasting(cls, seconds) -> "Budget":
+        """A budget of ``seconds`` from now that may be 0 or less (spent at once then), for a limit a
+        caller works out (what is left of a deadline, a share of a time limit), where the constructor
+        takes positive limits only. Its deadline moves with kernel loading like any budget's.
+
+        Examples
+        --------
+        >>> from dsa.budget import Budget
+        >>> Budget.lasting(0.0).exhausted, Budget.lasting(-1.0).exhausted, Budget.lasting(60.0).exhausted
+        (True, True, False)
+        """
+        return cls(max(float(seconds), _SPENT_S))
 
     @property
     def deadline(self) -> float | None:

@@ -98,6 +98,17 @@ def test_budget_time():
     assert b.grant(5) == 0 and b.remaining() == 0.0 and b.elapsed() > 0
 
 
+def test_budget_lasting_takes_limits_of_zero_or_less_as_spent():
+    # (for limits callers work out: what is left of a deadline, a share of a time limit)
+    for seconds in (0, 0.0, -1.0):
+        assert Budget.lasting(seconds).exhausted and Budget.lasting(seconds).remaining() == 0.0
+    b = Budget.lasting(60)
+    assert not b.exhausted and 59.0 < b.remaining() <= 60.0
+    assert Budget.lasting(float("inf")).remaining() == float("inf")
+    with pytest.raises(ValueError, match="time_limit must be a positive number"):
+        Budget.lasting(float("nan"))  # (no limit at all is not a limit of 0)
+
+
 def test_budget_alarm_sets_its_flag_at_the_deadline_and_only_then():
     import time as clock
 

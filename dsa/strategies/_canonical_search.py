@@ -849,7 +849,7 @@ def random_dives(problem, offsets, *, time_limit: float, seed=None, progress=Non
 
     gens = [np.random.default_rng(s) for s in np.random.SeedSequence(check_seed(seed)).spawn(threads())]
     flag = np.zeros(1, np.int64)  # set at the deadline: a dive still running stops there
-    with Budget(max(deadline - time.perf_counter(), 1e-6)).alarm(flag):  # (a Budget needs a positive limit)
+    with Budget.lasting(deadline - time.perf_counter()).alarm(flag):
         if len(gens) == 1:
             work(gens[0])
         else:

@@ -934,7 +934,7 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
     if portfolio_time is None and improve and budget.deadline is not None:
         portfolio_time = portfolio_hold(budget.remaining())
     # (a Budget, made with the call's: kernel loading, which a first call in a process pays, moves both)
-    hold = None if portfolio_time is None else Budget(max(float(portfolio_time), 1e-9))
+    hold = None if portfolio_time is None else Budget.lasting(portfolio_time)
     seed = 0 if seed is None else seed
     context = context if context is not None else Context(problem, sweep=sweep)
     sweep = context.sweep

@@ -221,7 +221,7 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
     # (a Budget: kernel loading moves its deadline as it moves the call's)
     hold = None
     if cap is None and budget.deadline is not None:
-        hold = Budget(max(best.portfolio_hold(budget.remaining()), 1e-9))  # (a Budget's limit is positive)
+        hold = Budget.lasting(best.portfolio_hold(budget.remaining()))
 
     def start(members):
         """The portfolio's plan with ``members`` (the greedy ones, or then the costlier ones), within
