@@ -258,6 +258,7 @@ def test_random_dives_start_no_dive_that_the_time_left_cannot_hold(large, monkey
     monkeypatch.setattr(canonical, "DIVE_ROW2_S", 1e3)  # (more than any limit here)
     out, stats = canonical.random_dives(large, start, time_limit=1.0, seed=0)
     assert stats["dives"] == 0 and np.array_equal(out, start) and not stats["stalled"]
+    assert stats["short"] and not stats["blocked"]
     # a first dive that takes 0.3 s of 0.4 (on one thread): the 0.1 s left cannot hold a second
     # (with the figure not learned, a second would start and end 0.2 s past the limit)
     monkeypatch.setattr(canonical, "DIVE_ROW2_S", 1e-15)
@@ -269,12 +270,17 @@ def test_random_dives_start_no_dive_that_the_time_left_cannot_hold(large, monkey
 
     monkeypatch.setattr(canonical._Period, "dive", slow)
     out, stats = canonical.random_dives(large, start, time_limit=0.4, seed=0)
-    assert stats["dives"] == 1 and np.array_equal(out, start)
+    assert stats["dives"] == 1 and np.array_equal(out, start) and stats["short"]
+    # dives that run to their time limit are not short of time
+    monkeypatch.setattr(canonical, "DIVE_STALL_MIN_S", 60.0)
+    out, stats = canonical.random_dives(large, start, time_limit=0.5, seed=0, stop=lambda: True)
+    assert stats["dives"] == 0 and not stats["short"]
 
 
-def _turns(monkeypatch, large, blocked, search=None, cuts=None):
+def _turns(monkeypatch, large, blocked, search=None, cuts=None, short=False):
     """The searches improve_plan runs on a large problem, in order, each replaced by a stand-in that
-    takes 0.02 s and lowers nothing (the random dives' stand-in reports ``blocked`` as given).
+    takes 0.02 s and lowers nothing (the random dives' stand-in reports ``blocked`` as given, and
+    with ``short`` that the time could not hold a dive, having run none).
     ``search`` is passed on to improve_plan; ``cuts``, a list, gets the busy periods each run of the
     dives was given."""
     import time
@@ -297,8 +303,8 @@ def _turns(monkeypatch, large, blocked, search=None, cuts=None):
     monkeypatch.setattr(best_module, "SKYLINE_AGAIN_MIN_S", 0.01)  # (restarts until the end of 0.6 s)
     sky_info = {"skyline_nodes": 0, "skyline_probes": 0, "skyline_bottom_share": 0.0}
     monkeypatch.setattr(_skyline, "skyline_search", stand_in("skyline", sky_info))
-    monkeypatch.setattr(_canonical_search, "random_dives", stand_in("dives", {"dives": 1, "planned": 0,
-                                                                             "blocked": blocked}))
+    monkeypatch.setattr(_canonical_search, "random_dives", stand_in("dives", {
+        "dives": 0 if short else 1, "planned": 0, "blocked": blocked, "short": short}))
     monkeypatch.setattr(_local_search, "repair_windows", stand_in("repair", {"windows": 1, "repaired": 0}))
     start = dsa.solve(large, "best", improve=False).offsets
     out, stats = best_module.improve_plan(large, start, dsa.load(large), Budget(0.6), 0, search=search)
@@ -317,6 +323,16 @@ def test_window_repairs_take_the_dives_turns_once_the_dives_cannot_lower_the_pea
     calls, stats = _turns(monkeypatch, large, blocked=True)
     assert calls[:5] == ["skyline", "dives", "repair", "skyline", "repair"] and calls.count("dives") == 1
     assert stats["repair_windows"] == calls.count("repair")
+
+
+def test_window_repairs_take_the_dives_turns_once_a_turn_could_not_hold_a_dive(large, monkeypatch):
+    calls, stats = _turns(monkeypatch, large, blocked=False, short=True)
+    # (the first dives' turn was short: no turn of theirs after it, while the skyline search's
+    # stalled threads may still take dives, which these stand-ins never do)
+    assert calls[:5] == ["skyline", "dives", "repair", "skyline", "repair"] and calls.count("dives") == 1
+    assert stats["dives_short"] and stats["dives"] == 0
+    calls, stats = _turns(monkeypatch, large, blocked=False)
+    assert "dives_short" not in stats and calls.count("dives") >= 2
 
 
 def test_the_dives_cut_the_problem_into_busy_periods_once_or_take_the_callers_cut(large, monkeypatch):

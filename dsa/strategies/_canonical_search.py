@@ -766,9 +766,11 @@ def random_dives(problem, offsets, *, time_limit: float, seed=None, progress=Non
     (offsets, stats)
         ``stats``: ``dives``, ``planned`` (dives that lowered a period), ``improvements`` (a list
         of ``(seconds, peak)``, the first being the start), ``stalled`` (True when the dives
-        stopped for want of progress) and ``blocked`` (True when no dive can lower the peak: a
+        stopped for want of progress), ``blocked`` (True when no dive can lower the peak: a
         busy period too large to search reaches it, or a complete search proved that one cannot go
-        below it).
+        below it) and ``short`` (True when they stopped because the time left could not hold
+        another dive: a dive of the period drawn was measured to take longer, or the node rate
+        left it fewer nodes than the period has buffers).
     """
     import threading
 
@@ -781,7 +783,8 @@ def random_dives(problem, offsets, *, time_limit: float, seed=None, progress=Non
     zero = problem.sizes == 0
     best[zero] = search.base[zero]
     peak = plan_peak(problem, best)
-    stats = {"dives": 0, "planned": 0, "improvements": [(0.0, peak)], "stalled": False, "blocked": False}
+    stats = {"dives": 0, "planned": 0, "improvements": [(0.0, peak)], "stalled": False, "blocked": False,
+             "short": False}
     lb = lower_bound(problem)
     if peak <= lb:
         return best, stats
@@ -813,7 +816,8 @@ def random_dives(problem, offsets, *, time_limit: float, seed=None, progress=Non
                 j = at[int(rng.integers(len(at)))]
                 m = len(search.periods[j].rows)
                 if deadline - time.perf_counter() < cost[0] * m * m:
-                    return  # (the time left cannot hold a dive of this period)
+                    stats["short"] = True  # (the time left cannot hold a dive of this period)
+                    return
                 stats["dives"] += 1
             per = search.periods[j]
             key = per.feats["W"] * np.exp(DIVE_NOISE * rng.standard_normal(m))
@@ -821,6 +825,7 @@ def random_dives(problem, offsets, *, time_limit: float, seed=None, progress=Non
             # with fewer nodes than buffers cannot plan)
             limit = _fit(DIVE_NODES * m, deadline, rate)
             if limit < m:
+                stats["short"] = True
                 return
             began = time.perf_counter()
             status, nodes, out = per.dive(peak - 1, limit, key, flag)
