@@ -271,7 +271,12 @@ def test_random_dives_start_no_dive_that_the_time_left_cannot_hold(large, monkey
     monkeypatch.setattr(canonical._Period, "dive", slow)
     out, stats = canonical.random_dives(large, start, time_limit=0.4, seed=0)
     assert stats["dives"] == 1 and np.array_equal(out, start) and stats["short"]
-    # dives that run to their time limit are not short of time
+    # a dive that the node rate would cut below one node per buffer is neither started nor counted
+    monkeypatch.setattr(canonical, "_fit", lambda limit, deadline, rate: 0)
+    out, stats = canonical.random_dives(large, start, time_limit=1.0, seed=0)
+    assert stats["dives"] == 0 and stats["short"] and np.array_equal(out, start)
+    monkeypatch.undo()
+    # dives ended by their caller (stop) are not short of time
     monkeypatch.setattr(canonical, "DIVE_STALL_MIN_S", 60.0)
     out, stats = canonical.random_dives(large, start, time_limit=0.5, seed=0, stop=lambda: True)
     assert stats["dives"] == 0 and not stats["short"]
@@ -325,12 +330,16 @@ def test_window_repairs_take_the_dives_turns_once_the_dives_cannot_lower_the_pea
     assert stats["repair_windows"] == calls.count("repair")
 
 
-def test_window_repairs_take_the_dives_turns_once_a_turn_could_not_hold_a_dive(large, monkeypatch):
+def test_the_skyline_search_takes_the_dives_turns_once_a_turn_could_not_hold_a_dive(large, monkeypatch):
     calls, stats = _turns(monkeypatch, large, blocked=False, short=True)
-    # (the first dives' turn was short: no turn of theirs after it, while the skyline search's
-    # stalled threads may still take dives, which these stand-ins never do)
-    assert calls[:5] == ["skyline", "dives", "repair", "skyline", "repair"] and calls.count("dives") == 1
+    # the first dives' turn was short: no turn of theirs after it (the skyline search's stalled
+    # threads may still take dives, which these stand-ins never do); the skyline search takes every
+    # turn while it has SKYLINE_AGAIN_MIN_S, the window repairs what is left after that
+    assert calls[:4] == ["skyline", "dives", "skyline", "skyline"] and calls.count("dives") == 1
+    tail = calls.index("repair") if "repair" in calls else len(calls)
+    assert set(calls[2:tail]) == {"skyline"} and set(calls[tail:]) <= {"repair"}
     assert stats["dives_short"] and stats["dives"] == 0
+    assert stats["skyline_restarts"] == calls.count("skyline") - 1
     calls, stats = _turns(monkeypatch, large, blocked=False)
     assert "dives_short" not in stats and calls.count("dives") >= 2
 

@@ -818,15 +818,15 @@ def random_dives(problem, offsets, *, time_limit: float, seed=None, progress=Non
                 if deadline - time.perf_counter() < cost[0] * m * m:
                     stats["short"] = True  # (the time left cannot hold a dive of this period)
                     return
+                # (a dive that would outlast the deadline at the measured node rate is cut to fit;
+                # one with fewer nodes than buffers cannot plan, and is not started nor counted)
+                limit = _fit(DIVE_NODES * m, deadline, rate)
+                if limit < m:
+                    stats["short"] = True
+                    return
                 stats["dives"] += 1
             per = search.periods[j]
             key = per.feats["W"] * np.exp(DIVE_NOISE * rng.standard_normal(m))
-            # (a dive that would outlast the deadline at the measured node rate is cut to fit; one
-            # with fewer nodes than buffers cannot plan)
-            limit = _fit(DIVE_NODES * m, deadline, rate)
-            if limit < m:
-                stats["short"] = True
-                return
             began = time.perf_counter()
             status, nodes, out = per.dive(peak - 1, limit, key, flag)
             took = time.perf_counter() - began

@@ -573,8 +573,8 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
     stop early once they stall, and run again in the even turns (``stats["dives"]``,
     ``stats["dives_planned"]``, summed over their runs). Once a turn of theirs cannot hold a single
     dive (near the deadline, or where a dive of the period at the peak takes longer than the turn),
-    the later turns go to the window repairs instead (``stats["dives_short"]``), as when the dives
-    cannot lower the peak.
+    they get no more turns (``stats["dives_short"]``): the skyline search takes every turn while
+    ``SKYLINE_AGAIN_MIN_S`` is left, the window repairs the time after that.
 
     So the budget is spent improving. Without a deadline
     (``budget.deadline`` None) the local search runs once, as ``search_orders`` does.
@@ -759,8 +759,9 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
     turn = 0
     while peak > target and not budget.exhausted:
         began = time.perf_counter()
-        # after the skyline search, odd turns run it again from the incumbent (with a new seed)
-        again = skyline and turn % 2 == 1
+        # after the skyline search, odd turns run it again from the incumbent (with a new seed), and
+        # every turn once the dives' turns cannot hold a dive (as when those turns returned at once)
+        again = skyline and (turn % 2 == 1 or dives["short"])
         if again and budget.remaining() >= SKYLINE_AGAIN_MIN_S:
             stats["skyline_restarts"] += 1
             # every other restart with time reversed (another neighbourhood of the same plan)
