@@ -24,8 +24,8 @@ import numpy as np
 
 from dsa._kernels import jit_seconds
 
-__all__ = ["Budget", "check_time_limit", "check_node_limit", "check_seed", "max_threads", "thread_cap", "thread_limit",
-           "THREADS_ENV"]
+__all__ = ["Budget", "check_time_limit", "check_seconds", "check_node_limit", "check_seed", "max_threads", "thread_cap",
+           "thread_limit", "THREADS_ENV"]
 
 # The one knob on the threads a strategy may start (exact's raced searches, best's greedy pool, the
 # MIP solvers): the environment variable, or thread_limit() in the calling context (dsa.solve_many
@@ -105,6 +105,30 @@ def check_time_limit(time_limit):
     if not _is_number(time_limit) or not time_limit > 0:
         raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
     return float(time_limit)
+
+
+def check_seconds(value, name: str):
+    """Return ``value`` as a float (None stays None); raise ValueError unless it is a number of seconds
+    ``>= 0``.
+
+    For options that may be zero (``best``'s ``portfolio_time``): the same numbers as
+    :func:`check_time_limit` accepts, and 0; the message names the option.
+
+    Examples
+    --------
+    >>> from dsa.budget import check_seconds
+    >>> check_seconds(0, "portfolio_time"), check_seconds(None, "portfolio_time")
+    (0.0, None)
+    >>> check_seconds(-1, "portfolio_time")
+    Traceback (most recent call last):
+    ...
+    ValueError: portfolio_time must be None or a number of seconds >= 0, got -1
+    """
+    if value is None:
+        return None
+    if not _is_number(value) or not value >= 0:
+        raise ValueError(f"{name} must be None or a number of seconds >= 0, got {value!r}")
+    return float(value)
 
 
 def check_node_limit(node_limit):

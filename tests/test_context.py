@@ -188,6 +188,21 @@ def test_budget_accepts_numpy_scalars_and_integral_floats():
     assert Budget(node_limit=np.uint8(3)).node_limit == 3
 
 
+def test_check_seconds_takes_zero_and_the_numbers_time_limit_takes():
+    from fractions import Fraction
+
+    from dsa.budget import check_seconds, check_time_limit
+
+    for ok in (0, 0.0, 2, 0.5, np.int64(3), np.float32(0.25), Fraction(1, 4), float("inf")):
+        assert check_seconds(ok, "x") == float(ok) and type(check_seconds(ok, "x")) is float
+        if ok:
+            assert check_seconds(ok, "x") == check_time_limit(ok)
+    assert check_seconds(None, "x") is None
+    for bad in (-1, -0.5, float("nan"), True, np.bool_(False), "1", [1], complex(1, 0)):
+        with pytest.raises(ValueError, match=r"^portfolio_time must be None or a number of seconds >= 0, got "):
+            check_seconds(bad, "portfolio_time")
+
+
 # ---------------------------------------------------------------- compact
 @st.composite
 def valid_plans(draw):

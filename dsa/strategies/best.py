@@ -44,7 +44,7 @@ import numpy as np
 
 from dsa._kernels import jit_seconds
 from dsa.bounds import lower_bound
-from dsa.budget import Budget, check_seed, max_threads
+from dsa.budget import Budget, check_seconds, check_seed, max_threads
 from dsa.context import Context
 from dsa.placement import by_start
 from dsa.solution import Solution, make_solution, plan_peak
@@ -937,9 +937,7 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
     """
     if not isinstance(restarts, (int, np.integer)) or isinstance(restarts, bool) or restarts < 0:
         raise ValueError(f"restarts must be a non-negative int, got {restarts!r}")
-    if portfolio_time is not None and (isinstance(portfolio_time, bool) or not isinstance(
-            portfolio_time, (int, float, np.integer, np.floating)) or not portfolio_time >= 0):
-        raise ValueError(f"portfolio_time must be None or a number of seconds >= 0, got {portfolio_time!r}")
+    portfolio_time = check_seconds(portfolio_time, "portfolio_time")
     t_call = time.perf_counter()
     budget = Budget(time_limit)
     if portfolio_time is None and improve and budget.deadline is not None:
