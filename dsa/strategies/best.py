@@ -266,6 +266,10 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
     state = {"best": None, "peak": None, "winner": None, "peaks": {}, "random": 0, "cut": False, "held": False,
              "wave_max": 0.0, "position": None}  # (the longest wave of greedy members)
 
+    def held(seconds):
+        # whether the hold leaves less than ``seconds``: a member that long would end after it
+        return hold is not None and (hold.exhausted or hold.remaining() < seconds)
+
     def prepare(item):
         position, (order, fit) = item
         if order == "random":
@@ -310,7 +314,7 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
                 if state["best"] is not None and budget.remaining() < wave_s:
                     state["cut"] = True  # another wave would end past the deadline
                     break
-                if state["best"] is not None and hold is not None and (hold.exhausted or hold.remaining() < wave_s):
+                if state["best"] is not None and held(wave_s):
                     state["held"] = True  # the time is the improvement phase's
                     break
                 wave = []
@@ -344,7 +348,7 @@ def _portfolio(problem, members, sweep, bound, restarts, seed, budget, members_m
                     and budget.remaining() < max(member_waves(current) * state["wave_max"], member_max)):
                 state["cut"] = True  # it would likely end past the deadline (later ones may be greedy)
                 continue
-            if state["best"] is not None and hold is not None and (hold.exhausted or hold.remaining() < member_max):
+            if state["best"] is not None and held(member_max):
                 # (likewise; judged by the longest such member so far, not by the waves above: those
                 # bound its cost from above, for the deadline, where the hold is a soft share)
                 state["held"] = True
