@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-generalise bench-time-limits bench-pools bench-mip bench-peers bench-peers-other bench-peers-omnimalloc bench-peers-random bench-peers-large bench-peers-random-large bench-peers-huge bench-memory bench-profile bench-latency docs docs-figures docs-tables clean
+.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-generalise bench-time-limits bench-pools bench-mip bench-peers bench-peers-other bench-peers-omnimalloc bench-peers-random bench-peers-large bench-peers-random-large bench-peers-huge bench-cpsat bench-memory bench-profile bench-latency docs docs-figures docs-tables clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -126,6 +126,17 @@ bench-peers-huge: $(PY)
 	$(peers-env)
 	$(PY) benchmarks/peers_generated.py --set huge --peer-python $(PEERS_VENV)/bin/python --time-limit 20 \
 		--threads 2 --peers supermalloc --peer-budgets --out docs/results/peers_huge --summary out/peers_huge.json
+
+# opt-in: a general constraint solver as a reference: OR-Tools' CP-SAT (in its own venv, .venv-cpsat,
+# never in dsa's) beside dsa's best on the main set's 16 rectangle cuts, 20 s each, from nothing and from
+# best's plan as its hint (about 16 minutes). Writes docs/results/cpsat_reference.{json,md}.
+CPSAT_VENV ?= .venv-cpsat
+bench-cpsat: $(PY)
+	$(PIP) -e .
+	test -x $(CPSAT_VENV)/bin/python || $(PYTHON) -m venv $(CPSAT_VENV)
+	$(CPSAT_VENV)/bin/python -m pip install --quiet --disable-pip-version-check ortools
+	$(PY) benchmarks/cpsat_reference.py --cpsat-python $(CPSAT_VENV)/bin/python --time-limit 20 --threads 2 \
+		--out docs/results/cpsat_reference
 
 # opt-in: exact against the mip strategy (HiGHS) on windows of 20-40 buffers of the challenging
 # instances, 20 s per window each (about 1 minute). Writes docs/results/exact_vs_mip.{json,md}.
