@@ -14,7 +14,8 @@ The model (CP-SAT 9.x): one offset variable per buffer, in units of the greatest
 sizes (and of the hint's offsets; a plan pushed down as far as it goes has every offset a sum of sizes,
 so no optimum is lost), times replaced by their ranks among the distinct start and end times, one
 ``AddNoOverlap2D`` over the (fixed) lifetime intervals and the offset intervals, every buffer below a
-peak variable bounded below by LOAD, and that peak minimised; ``num_workers`` = ``--threads``.
+peak variable bounded below by LOAD, and that peak minimised; ``num_workers`` = ``--threads``. Alignments
+are not modelled (the rectangle cuts have none; a plan that broke one would fail ``dsa.validate``).
 CP-SAT runs in its own virtual environment (``--cpsat-python``; never a dependency of dsa), and every
 plan it returns is checked by ``dsa.validate``. Usage::
 
@@ -37,7 +38,8 @@ from _results import provenance, write_results  # this script's folder is on sys
 from peers_exact import run_peer_script
 from peers_generated import SETS, _commit, generator_args, instance_name, make_problem
 
-# runs in CP-SAT's environment: argv = CSV (id,lower,upper,size), time limit, workers, hint JSON or "-"
+# runs in CP-SAT's environment: argv = CSV (id,lower,upper,size), time limit, workers, hint JSON or "-",
+# LOAD (from dsa.load: the peak's lower end)
 CPSAT_SCRIPT = r"""
 import csv, json, math, sys, time
 import ortools
@@ -51,7 +53,7 @@ ends = [int(r["upper"]) for r in rows]
 sizes = [int(r["size"]) for r in rows]
 times = sorted(set(starts) | set(ends))
 rank = {t: k for k, t in enumerate(times)}
-load = max((sum(z for s, e, z in zip(starts, ends, sizes) if s <= t < e) for t in times), default=0)
+load = int(sys.argv[5])
 unit = 0
 for v in sizes + (hint or []):
     unit = math.gcd(unit, v)
@@ -97,7 +99,8 @@ def run_cpsat(python: str, csv_path: Path, problem, limit: float, threads: int, 
     if hint is not None:
         hint_arg = csv_path.with_name("hint.json")
         hint_arg.write_text(json.dumps([int(o) for o in hint]))
-    got = run_peer_script(python, CPSAT_SCRIPT, [csv_path, limit, threads, hint_arg], timeout=limit * 3 + 120)
+    got = run_peer_script(python, CPSAT_SCRIPT, [csv_path, limit, threads, hint_arg, int(dsa.load(problem))],
+                          timeout=limit * 3 + 120)
     if not got.pop("ok"):
         return {"valid": False, "error": got.get("error", "failed")}
     if got["offsets"] is None:
@@ -155,8 +158,9 @@ def report(doc: dict) -> str:
              "minimising the peak from nothing; *CP-SAT from dsa*: the same, given dsa's plan of the column "
              "before as its hint and that plan's peak as its upper bound (it can only keep or lower it). "
              "*bound*: CP-SAT's own lower bound on the peak at its limit, over LOAD (1.0000: no better than "
-             "LOAD). Every plan shown passed `dsa.validate` (an invalid one would read *invalid*; *no plan*: CP-SAT found none in its time). A mean is left blank where a column has no valid plan on some instance. The model is "
-             "in `benchmarks/cpsat_reference.py`.", "",
+             "LOAD). Every plan shown passed `dsa.validate` (an invalid one would read *invalid*; *no plan*: "
+             "CP-SAT found none in its time). A mean is left blank where a column has no valid plan on some "
+             "instance. The model is in `benchmarks/cpsat_reference.py`.", "",
              "| instance | n | LOAD | dsa best | CP-SAT | CP-SAT from dsa | bound | status from dsa |",
              "|---|---:|---:|---:|---:|---:|---:|---|"]
 
