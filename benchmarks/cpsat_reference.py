@@ -36,7 +36,7 @@ from pathlib import Path
 
 from _results import provenance, write_results  # this script's folder is on sys.path
 from peers_exact import run_peer_script
-from peers_generated import SETS, _commit, generator_args, instance_name, make_problem
+from peers_generated import SETS, _commit, generator_args, instance_name, make_problem, ratio, select
 
 # runs in CP-SAT's environment: argv = CSV (id,lower,upper,size), time limit, workers, hint JSON or "-",
 # LOAD (from dsa.load: the peak's lower end)
@@ -142,11 +142,6 @@ def measure(spec, args, version: list) -> dict:
 LABELS = {"best": "dsa best", "cpsat": "CP-SAT", "cpsat_from_best": "CP-SAT from dsa"}
 
 
-def _ratio(row: dict, method: str):
-    r = row["methods"].get(method, {})
-    return r["peak"] / row["load"] if r.get("valid") else None
-
-
 def report(doc: dict) -> str:
     rows = doc["rows"]
     lines = [f"# A general constraint solver on the rectangle cuts: CP-SAT beside dsa's best ({doc['set']} set)",
@@ -165,7 +160,7 @@ def report(doc: dict) -> str:
              "|---|---:|---:|---:|---:|---:|---:|---|"]
 
     def cell(row, method):
-        value = _ratio(row, method)
+        value = ratio(row, method)
         if value is not None:
             return f"{value:.4f}"
         return "no plan" if row["methods"][method].get("error", "").startswith("no plan") else "invalid"
@@ -177,12 +172,12 @@ def report(doc: dict) -> str:
                      f"| {cell(row, 'cpsat_from_best')} | {bound} | {hinted.get('status', '')} |")
     means = {}
     for method in LABELS:
-        values = [_ratio(r, method) for r in rows]
+        values = [ratio(r, method) for r in rows]
         means[method] = sum(values) / len(values) if values and None not in values else None
     lines.append("| **mean** | | | " + " | ".join("" if means[m] is None else f"{means[m]:.4f}" for m in LABELS)
                  + " | | |")
-    improved = sum(1 for r in rows if (_ratio(r, "cpsat_from_best") or 2) < _ratio(r, "best"))
-    below = sum(1 for r in rows if (_ratio(r, "cpsat") or 2) < _ratio(r, "best"))
+    improved = sum(1 for r in rows if (ratio(r, "cpsat_from_best") or 2) < ratio(r, "best"))
+    below = sum(1 for r in rows if (ratio(r, "cpsat") or 2) < ratio(r, "best"))
     lines += ["", f"CP-SAT from nothing is below dsa's best on {below} of {len(rows)} instances; given dsa's plan, "
               f"it lowered it on {improved} of {len(rows)}.", ""]
     return "\n".join(lines)
@@ -207,10 +202,7 @@ def main(argv=None) -> int:
         return 0
     if not args.cpsat_python:
         ap.error("--cpsat-python is needed to run the comparison")
-    specs = SETS[args.set][1]
-    if args.instances:
-        wanted = args.instances.split(",")
-        specs = [s for k, s in enumerate(specs) if str(k) in wanted or instance_name(*s) in wanted]
+    specs = select(SETS[args.set][1], args.instances)
     import dsa
 
     dsa.warmup()

@@ -214,6 +214,15 @@ def instance_name(family: str, n: int, seed: int) -> str:
     return f"{family}-{n}-s{seed}"
 
 
+def select(specs, instances: str | None) -> list:
+    """The ``(family, n, seed)`` specs named in ``instances`` (comma-separated names, family-n-sSEED, or
+    indices in ``specs``), in their order in ``specs``; all of them when ``instances`` is None or empty."""
+    if not instances:
+        return list(specs)
+    wanted = instances.split(",")
+    return [s for k, s in enumerate(specs) if str(k) in wanted or instance_name(*s) in wanted]
+
+
 def generator_args(family: str, n: int, seed: int) -> dict:
     """The keyword arguments that make this instance: of :func:`dsa.generate.rectangle_cut`, or for
     the omnimalloc set the source's class (``source``) and its constructor's arguments."""
@@ -626,9 +635,7 @@ def main(argv=None) -> int:
             ap.error("--random-sizes takes LO-HI (1 <= LO <= HI), with --set random")
         seeds = [seed for _, _, seed in specs]
         families, specs = random_set(seeds, (int(sizes.group(1)), int(sizes.group(2))))
-    if args.instances:
-        wanted = args.instances.split(",")
-        specs = [s for k, s in enumerate(specs) if str(k) in wanted or instance_name(*s) in wanted]
+    specs = select(specs, args.instances)
     import dsa
 
     dsa.warmup()

@@ -227,3 +227,10 @@ def test_random_seeds_draw_the_random_set_from_other_seeds(pg, monkeypatch):
                 ["--random-sizes", "20000-5000", "--set", "random"], ["--random-sizes", "0-10", "--set", "random"]):
         with pytest.raises(SystemExit):
             pg.main(["--peer-python", "python", *bad])
+
+
+def test_select_takes_instances_by_name_or_index_in_the_sets_order(pg):
+    specs = [("a", 300, 0), ("b", 900, 1), ("c", 500, 2)]
+    assert pg.select(specs, None) == specs and pg.select(specs, "") == specs
+    assert pg.select(specs, "c-500-s2,0") == [("a", 300, 0), ("c", 500, 2)]  # the set's order, not the option's
+    assert pg.select(specs, "d-1-s9,7") == []  # a name or index not in the set selects nothing
