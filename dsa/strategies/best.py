@@ -418,6 +418,11 @@ BOUND_LOOK_LARGE_SHARE = 0.02
 # outlasts such a share many times (rectangle cuts at 18 s: 0.36-0.65 s up to 20,000 buffers, 3 s at
 # 50,000)
 BOUND_LOOK_LARGE_MAX_ROWS = 20_000
+# on problems of more than BOUND_LOOK_MAX_ROWS (and at most BOUND_LOOK_LARGE_MAX_ROWS) movable rows,
+# before the look at the whole: where every busy period above the bound has it as its bytes alive at
+# every instant (a plan there tiles it), the periods cut into layers planned apart
+# (dsa.strategies._layers) for up to this share of the time left
+LAYERS_SHARE = 0.3
 # the skyline search's kernel takes about 3 s to compile: with an empty numba cache (no `dsa warmup`)
 # it runs only in calls that have at least this long left, so that a short call does not spend more
 # than its budget compiling a search it would run for a second (stats["skyline"] says so)
@@ -522,7 +527,14 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
     goes to the improvement phase; on guillotine cuts on a fine grid the first dives plan there at
     once, at any size). Past the time
     and the skyline's conditions, ``stats`` (a dict) gets ``bound_look`` (whether a plan at ``target``
-    was found) and ``bound_look_s`` (seconds spent)."""
+    was found) and ``bound_look_s`` (seconds spent).
+
+    Before that look, on problems of more than ``BOUND_LOOK_MAX_ROWS`` (and at most
+    ``BOUND_LOOK_LARGE_MAX_ROWS``) movable rows whose busy periods above ``target`` have ``target``
+    bytes alive at every instant (a plan there tiles them), those periods are cut into layers planned
+    apart by :func:`dsa.strategies._layers.plan`, for up to ``LAYERS_SHARE`` of the time left; then
+    ``stats`` also gets ``layer_plan`` (whether that gave the plan) and the counts of
+    :func:`dsa.strategies._layers.plan` (``layers``, ``layer_programs``, ``layer_s``, ...)."""
     from dsa.strategies import _skyline
 
     left = budget.remaining()
@@ -532,9 +544,21 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
         return None
     began = time.perf_counter()
     movable = _movable(problem)
-    large = began + BOUND_LOOK_LARGE_SHARE * left if movable <= BOUND_LOOK_LARGE_MAX_ROWS else None
-    out = _skyline.bound_look(problem, offsets, target, began + BOUND_LOOK_SHARE * left, seed=seed,
-                              max_rows=BOUND_LOOK_MAX_ROWS, large_deadline=large)
+    out = None
+    if LAYERS_SHARE > 0 and BOUND_LOOK_MAX_ROWS < movable <= BOUND_LOOK_LARGE_MAX_ROWS:
+        # (a period above the bound that large: the look at the whole gets little time, its layers
+        # may plan apart; _layers.plan returns at once where there is no tiling to cut)
+        from dsa.strategies import _layers
+
+        out = _layers.plan(problem, offsets, target, began + LAYERS_SHARE * left, seed=seed, stats=stats)
+        if stats is not None:
+            stats["layer_plan"] = out is not None
+        left = budget.remaining()
+    if out is None and left > 0:
+        now = time.perf_counter()
+        large = now + BOUND_LOOK_LARGE_SHARE * left if movable <= BOUND_LOOK_LARGE_MAX_ROWS else None
+        out = _skyline.bound_look(problem, offsets, target, now + BOUND_LOOK_SHARE * left, seed=seed,
+                                  max_rows=BOUND_LOOK_MAX_ROWS, large_deadline=large)
     if stats is not None:
         stats["bound_look"], stats["bound_look_s"] = out is not None, time.perf_counter() - began
     return out

@@ -1,0 +1,299 @@
+"""Plans at the bound cut into layers: smaller looks at the bound, stacked.
+
+Where the bytes alive in a busy period are the same at every instant and equal to the capacity, a
+plan within the capacity wastes no byte: it tiles the rectangle (the period's time x the capacity).
+Such tilings often come in layers. A *layer* is a subset of the buffers whose bytes alive are the same
+at every instant of the block (at each instant inside it, the chosen buffers that end free as many
+bytes as the chosen ones that start take); if the block has a tiling with that subset in a band of
+its own, the subset can be planned alone, as high as its load, and the rest planned above it. Cut
+recursively (blocks cut where no buffer crosses, buffers that span their block stacked alone,
+layers), a tiling of thousands of buffers becomes several of hundreds, which the restarted dives of
+:func:`dsa.strategies._skyline.bound_look` plan at the bound where they do not plan the whole (their
+success falls steeply with the rows). Rectangle cuts on a fine grid (``dsa.generate.rectangle_cut``,
+``cells_per_buffer=1024``): 2,000 buffers planned at the bound in about 2.5 s as 5 leaves of 19-1,061
+buffers, where 15 s of dives on the whole found no plan there.
+
+A layer holding a given buffer is found by integer programming (HiGHS, through
+:func:`scipy.optimize.milp`): a 0/1 variable per buffer, one equation per instant inside the block
+(the bytes of chosen buffers ending there equal those starting), the given buffer chosen, at most all
+but one chosen, the number chosen minimised, so that the smallest layer holding it comes back (a
+guillotine cut's band). The solver's answer is checked again in integers. A set of buffers with a
+constant load need not have a tiling of its own band (a coincidence of sizes): then a leaf's look
+fails and :func:`plan` returns None; nothing it returns is trusted before the independent validator
+accepts it.
+
+The structure used is that of guillotine cuts (P. C. Gilmore and R. E. Gomory, "Multistage cutting
+stock problems of two and more dimensions", Operations Research 13(1), 1965): a cut along the time
+axis is an instant nothing crosses, one along the address axis a layer.
+
+Complexity: an integer program per split (its cost is the solver's: 0.02-2 s on blocks of 300-5,000
+buffers), O(n log n) per block for the cuts, then the leaves' looks.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+__all__ = ["plan", "available", "find_layer", "split"]
+
+# a split's integer program gets at most this many seconds (and never past the deadline) ...
+LAYER_S = 0.5
+# ... and a block this many seeds (buffers the layer must hold, drawn at random) before it is a leaf
+SEEDS = 2
+# blocks of at most this many buffers are leaves (the dives plan such blocks at the bound at once)
+LEAF_ROWS = 2
+# HiGHS's presolve: without it, the first layer of a fine cut of 2,000 buffers was not found in 0.5 s
+# (with it, in 0.02-0.2 s)
+PRESOLVE = True
+# no look is tried where a leaf has more than this many buffers: restarted dives at the bound plan
+# fine cuts (cells_per_buffer=1024) of 800-1,200 buffers in 0.1-2.3 s, 1,500 on one seed of two, 2,000
+# on none (8 s each); a leaf of 4,338 buffers of a fine cut of 5,000 found none in 10 s
+LEAF_MAX_ROWS = 1200
+# the cuts get this share of the time to the deadline (the leaves' looks the rest): where a block
+# too large for the look stays whole, the attempt ends there
+SPLIT_SHARE = 0.25
+
+
+def available() -> bool:
+    """Whether the integer programs can run (SciPy with :func:`scipy.optimize.milp`, 1.9 or later)."""
+    try:
+        import scipy.optimize
+    except ImportError:
+        return False
+    return hasattr(scipy.optimize, "milp")
+
+
+def _spans(starts, ends):
+    """Positions (into ``starts``) of each span of time that no buffer crosses, in time order."""
+    times = np.unique(np.concatenate([starts, ends]))
+    delta = np.zeros(len(times), dtype=np.int64)
+    np.add.at(delta, np.searchsorted(times, starts), 1)
+    np.add.at(delta, np.searchsorted(times, ends), -1)
+    alive = np.cumsum(delta)
+    cuts = times[:-1][alive[:-1] == 0]            # instants where nothing crosses, inside the block
+    if len(cuts) == 0:
+        return [np.arange(len(starts))]
+    span = np.searchsorted(cuts, starts, side="right")
+    order = np.argsort(span, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(span[order])) + 1)
+
+
+def _balanced(starts, ends, sizes, chosen) -> bool:
+    """Whether the chosen buffers free as many bytes as they take at every instant inside the
+    block (in integers), and are neither none nor all."""
+    k = int(np.count_nonzero(chosen))
+    if k == 0 or k == len(sizes):
+        return False
+    t0, t1 = starts.min(), ends.max()
+    times = np.unique(np.concatenate([starts, ends]))
+    net = np.zeros(len(times), dtype=np.int64)
+    s, e, z = starts[chosen], ends[chosen], sizes[chosen]
+    np.add.at(net, np.searchsorted(times, s), z)
+    np.add.at(net, np.searchsorted(times, e), -z)
+    inside = (times > t0) & (times < t1)
+    return not np.any(net[inside])
+
+
+def find_layer(starts, ends, sizes, seed_row: int, time_limit: float):
+    """The smallest layer of the block holding ``seed_row``, as a boolean mask, or None.
+
+    The block is the buffers given (all of them alive within ``[starts.min(), ends.max())``); a layer
+    is a proper, non-empty subset whose chosen buffers ending at each instant inside the block
+    free as many bytes as those starting there take (so its bytes alive are the same throughout).
+
+    Parameters
+    ----------
+    starts, ends, sizes : arrays of int
+    seed_row : int
+        A position into the arrays: the layer holds that buffer.
+    time_limit : float
+        Seconds for the integer program.
+
+    Returns
+    -------
+    array of bool or None
+        None where the solver found none in time, or proved there is none.
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import csr_matrix
+
+    n = len(sizes)
+    t0, t1 = starts.min(), ends.max()
+    ending, starting = np.flatnonzero(ends < t1), np.flatnonzero(starts > t0)
+    times = np.unique(np.concatenate([ends[ending], starts[starting]]))
+    if len(times) == 0:                   # every buffer spans the block: each one alone is a layer
+        chosen = np.arange(n) == seed_row
+        return chosen if n > 1 else None
+    # sizes in units of their gcd: the solver's tolerances act on smaller coefficients
+    unit = int(np.gcd.reduce(sizes)) or 1
+    rows = np.concatenate([np.searchsorted(times, ends[ending]), np.searchsorted(times, starts[starting])])
+    cols = np.concatenate([ending, starting])
+    vals = np.concatenate([sizes[ending] // unit, -(sizes[starting] // unit)]).astype(np.float64)
+    balance = csr_matrix((vals, (rows, cols)), shape=(len(times), n))
+    lower = np.zeros(n)
+    lower[seed_row] = 1.0
+    constraints = [LinearConstraint(balance, 0.0, 0.0), LinearConstraint(np.ones((1, n)), 1.0, n - 1.0)]
+    options = {"time_limit": max(0.01, time_limit), "presolve": PRESOLVE}
+    result = milp(np.ones(n), constraints=constraints, integrality=np.ones(n),
+                  bounds=Bounds(lower, np.ones(n)), options=options)
+    if result.x is None:
+        return None
+    chosen = np.asarray(result.x) > 0.5
+    return chosen if chosen[seed_row] and _balanced(starts, ends, sizes, chosen) else None
+
+
+def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows=None):
+    """Cut a block into leaves ``(rows, base, height)``: each to be planned within ``[base, base +
+    height)``, so that plans of all the leaves make a plan of the block within ``height``.
+
+    The block is ``rows`` of ``problem``, whose bytes alive are ``height`` at every instant of its
+    span. Spans that nothing crosses are cut apart; buffers alive over the whole block are stacked as
+    leaves of their own; then a layer (:func:`find_layer`, up to ``SEEDS`` seeds, while ``deadline``
+    allows) goes below the rest, and both are cut again, the largest block first. With
+    ``max_rows``, None comes back as soon as a block of more rows than that stays whole. ``stats``
+    (a dict) counts ``layers`` and ``layer_programs`` and sums ``layer_s``.
+    """
+    import heapq
+
+    leaves = []
+    stack = []          # a heap of blocks, the largest first: (-rows, count, rows, base, height)
+    count = 0
+
+    def push(block, base, high):
+        nonlocal count
+        heapq.heappush(stack, (-len(block), count, block, base, high))
+        count += 1
+
+    def leaf(block, base, high):
+        leaves.append((block, base, high))
+        return max_rows is not None and len(block) > max_rows
+
+    push(np.asarray(rows), 0, int(height))
+    while stack:
+        _, _, block, base, high = heapq.heappop(stack)
+        starts, ends, sizes = problem.starts[block], problem.ends[block], problem.sizes[block]
+        spans = _spans(starts, ends)
+        if len(spans) > 1:
+            for span in spans:
+                push(block[span], base, high)
+            continue
+        if len(block) <= LEAF_ROWS:
+            leaf(block, base, high)
+            continue
+        whole = (starts == starts.min()) & (ends == ends.max())
+        if whole.any():
+            for k in np.flatnonzero(whole):
+                leaf(block[[k]], base, int(sizes[k]))
+                base += int(sizes[k])
+                high -= int(sizes[k])
+            if not whole.all():
+                push(block[~whole], base, high)
+            continue
+        layer = None
+        for seed_row in rng.permutation(len(block))[:SEEDS]:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                break
+            began = time.perf_counter()
+            layer = find_layer(starts, ends, sizes, int(seed_row), min(LAYER_S, left))
+            if stats is not None:
+                stats["layer_programs"] = stats.get("layer_programs", 0) + 1
+                stats["layer_s"] = stats.get("layer_s", 0.0) + time.perf_counter() - began
+            if layer is not None:
+                break
+        if layer is None:
+            if leaf(block, base, high):
+                return None
+            continue
+        if stats is not None:
+            stats["layers"] = stats.get("layers", 0) + 1
+        # (the layer's bytes alive, the same at every instant: those alive at its first one)
+        low = int(sizes[layer & (starts == starts.min())].sum())
+        push(block[layer], base, low)
+        push(block[~layer], base + low, high - low)
+    return leaves
+
+
+def _flat(problem, rows, cap: int) -> bool:
+    """Whether the bytes alive over the span of ``rows`` are ``cap`` at every instant."""
+    from dsa.sweep import step_function
+
+    times, live = step_function(problem.starts[rows], problem.ends[rows], problem.sizes[rows])
+    return len(live) > 1 and bool(np.all(live[:-1] == cap))
+
+
+def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None):
+    """A plan within ``cap`` made of layers planned apart, or None.
+
+    Applies where :func:`dsa.strategies._skyline.bound_look` does (no fixed offsets), on problems
+    without alignments above 1 whose every busy period that ``offsets`` plans above ``cap`` has
+    ``cap`` bytes alive at every instant (a plan within ``cap`` tiles it), and where SciPy's
+    ``milp`` is installed. Each such period is cut (:func:`split`, for ``SPLIT_SHARE`` of the time
+    to ``deadline``); where no period has a cut, or a block of more than ``LEAF_MAX_ROWS`` rows stays
+    whole, None comes back (the look at the whole does as well, or better). The leaves are then
+    planned at their height by :func:`dsa.strategies._skyline.bound_look`, the largest first, until
+    ``deadline``; the first that fails ends the attempt (None).
+
+    Parameters
+    ----------
+    problem : Problem
+    offsets : array of int
+        A valid plan: periods within ``cap`` keep their offsets.
+    cap : int
+    deadline : float
+        A ``time.perf_counter()`` value.
+    seed : int, optional
+    stats : dict, optional
+        Gets ``layers`` (splits made), ``layer_programs``, ``layer_s`` (the integer programs'
+        seconds), ``layer_leaves`` and ``layer_rows`` (the largest leaf's rows).
+
+    Returns
+    -------
+    array of int or None
+        A plan whose periods reaching above ``cap`` in ``offsets`` are now within it, checked by
+        :func:`dsa.validate`.
+    """
+    from dsa.budget import check_seed
+    from dsa.solution import plan_peak
+    from dsa.strategies import _skyline
+    from dsa.sweep import Sweep
+    from dsa.validator import InvalidPlanError, validate
+
+    out = np.asarray(offsets, dtype=np.int64).copy()
+    if (len(problem) == 0 or not _skyline.supported(problem) or np.any(problem.alignments > 1)
+            or not available()):
+        return None
+    periods = [rows for rows in Sweep(problem).period_rows() if plan_peak(problem, out, rows) > cap]
+    periods = [rows[problem.sizes[rows] > 0] for rows in periods]
+    if not periods or not all(_flat(problem, rows, cap) for rows in periods):
+        return None
+    rng = np.random.default_rng(check_seed(seed))
+    stats = {} if stats is None else stats
+    now = time.perf_counter()
+    cutting = now + SPLIT_SHARE * max(0.0, deadline - now)
+    leaves = []
+    for rows in periods:
+        cut = split(problem, rows, cap, cutting, rng, stats, max_rows=LEAF_MAX_ROWS)
+        if cut is None:
+            return None                   # a block too large for the look stays whole
+        leaves += cut
+    if len(leaves) == len(periods):
+        return None                       # nothing cut: the look at the whole does the same
+    leaves.sort(key=lambda leaf: -len(leaf[0]))
+    stats["layer_leaves"], stats["layer_rows"] = len(leaves), len(leaves[0][0])
+    for rows, base, high in leaves:
+        if len(rows) == 1:
+            out[rows] = base
+            continue
+        sub = problem.take(rows)
+        stacked = np.cumsum(sub.sizes) - sub.sizes   # a valid plan to start from (no two overlap)
+        look = _skyline.bound_look(sub, stacked, high, deadline, seed=seed)
+        if look is None:
+            return None
+        out[rows] = base + look
+    try:
+        validate(problem, out)
+    except InvalidPlanError:
+        return None
+    return out if all(plan_peak(problem, out, rows) <= cap for rows in periods) else None

@@ -1,0 +1,203 @@
+"""Plans at the bound cut into layers (dsa.strategies._layers): layers found and checked in
+integers, blocks cut into leaves that stack within the capacity, plans validated, None wherever the
+cut does not apply or a leaf cannot be planned, and best's look at the bound using it."""
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dsa
+from dsa.bounds import live_bytes
+from dsa.generate import random_trace, rectangle_cut
+from dsa.solution import plan_peak
+from dsa.strategies import _layers as layers
+from dsa.strategies import _skyline
+from dsa.strategies import best as best_module
+
+pytest.importorskip("scipy.optimize")
+
+
+def _two_bands():
+    """Block [0, 10) x 7 bytes: a band of 3 bytes (a then b) below one of 4 (c then d); no instant
+    inside is free of crossings (a crosses 3, c crosses 5), so only a layer cuts it."""
+    starts = np.array([0, 5, 0, 3])
+    ends = np.array([5, 10, 3, 10])
+    sizes = np.array([3, 3, 4, 4])
+    return starts, ends, sizes
+
+
+def _stacked_cuts(n_low, n_high, seed, **kw):
+    """Two rectangle cuts stacked into one problem: times of each scaled to a common span, so the
+    result is flat (its bytes alive are LOAD throughout) and has at least one layer."""
+    low = rectangle_cut(n_low, seed=seed, **kw)
+    high = rectangle_cut(n_high, seed=seed + 1000, **kw)
+    w_low, w_high = int(low.ends.max()), int(high.ends.max())
+    starts = np.concatenate([low.starts * w_high, high.starts * w_low])
+    ends = np.concatenate([low.ends * w_high, high.ends * w_low])
+    sizes = np.concatenate([low.sizes, high.sizes])
+    order = np.random.default_rng(seed).permutation(len(sizes))
+    return dsa.Problem(starts[order], ends[order], sizes[order])
+
+
+def test_find_layer_returns_the_smallest_band_holding_the_seed():
+    starts, ends, sizes = _two_bands()
+    assert layers.find_layer(starts, ends, sizes, 0, 5.0).tolist() == [True, True, False, False]
+    assert layers.find_layer(starts, ends, sizes, 3, 5.0).tolist() == [False, False, True, True]
+
+
+def test_find_layer_is_none_where_no_band_exists():
+    # a pinwheel: four rectangles wound around a centre one; no proper subset has a constant load
+    blocks = np.array([(0, 2, 0, 1), (2, 3, 0, 2), (1, 3, 2, 3), (0, 1, 1, 3), (1, 2, 1, 2)])
+    starts, ends, sizes = blocks[:, 0], blocks[:, 1], blocks[:, 3] - blocks[:, 2]
+    for seed_row in range(5):
+        assert layers.find_layer(starts, ends, sizes, seed_row, 5.0) is None
+
+
+def test_balanced_is_checked_in_integers():
+    starts, ends, sizes = _two_bands()
+    assert layers._balanced(starts, ends, sizes, np.array([True, True, False, False]))
+    assert not layers._balanced(starts, ends, sizes, np.array([True, False, False, False]))
+    assert not layers._balanced(starts, ends, sizes, np.array([True, False, True, False]))
+    assert not layers._balanced(starts, ends, sizes, np.zeros(4, dtype=bool))     # none
+    assert not layers._balanced(starts, ends, sizes, np.ones(4, dtype=bool))      # all
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_split_leaves_partition_the_block_and_stack_within_the_cap(seed):
+    p = _stacked_cuts(60, 40, seed, cells_per_buffer=256)
+    cap = dsa.load(p)
+    stats = {}
+    leaves = layers.split(p, np.arange(len(p)), cap, time.perf_counter() + 30,
+                          np.random.default_rng(seed), stats)
+    rows = np.sort(np.concatenate([leaf[0] for leaf in leaves]))
+    assert rows.tolist() == list(range(len(p)))                     # every row in one leaf
+    assert stats["layers"] >= 1 and len(leaves) >= 2
+    for rows, base, high in leaves:
+        assert 0 <= base and base + high <= cap and high > 0
+        # each leaf is flat at its height over its own span (a plan within it tiles it)
+        _, live = live_bytes(p.take(rows))
+        assert np.all(live[:-1] == high)
+    # leaves alive at one instant take disjoint bands that fill the cap
+    for t in np.unique(p.starts):
+        bands = sorted((base, base + high) for rows, base, high in leaves
+                       if np.any((p.starts[rows] <= t) & (p.ends[rows] > t)))
+        assert bands[0][0] == 0 and bands[-1][1] == cap
+        assert all(a[1] == b[0] for a, b in zip(bands, bands[1:]))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_plan_reaches_the_bound_on_stacked_cuts_and_is_valid(seed):
+    p = _stacked_cuts(80, 50, seed, cells_per_buffer=256)
+    cap = dsa.lower_bound(p)
+    stats = {}
+    out = layers.plan(p, np.cumsum(p.sizes) - p.sizes, cap, time.perf_counter() + 30, seed=seed,
+                      stats=stats)
+    assert out is not None
+    dsa.validate(p, out)
+    assert plan_peak(p, out) == cap
+    assert stats["layers"] >= 1 and stats["layer_leaves"] >= 2 and stats["layer_programs"] >= 1
+
+
+def test_plan_keeps_periods_already_within_the_cap():
+    p = _stacked_cuts(40, 30, 3, cells_per_buffer=256)
+    cap = dsa.lower_bound(p)
+    # a second busy period, after the first, planned within the cap already
+    q = dsa.Problem(np.concatenate([p.starts, [10 ** 9]]), np.concatenate([p.ends, [10 ** 9 + 1]]),
+                    np.concatenate([p.sizes, [5]]))
+    start = np.concatenate([np.cumsum(p.sizes) - p.sizes, [17]])
+    out = layers.plan(q, start, cap, time.perf_counter() + 30, seed=0)
+    assert out is not None and out[-1] == 17
+    dsa.validate(q, out)
+
+
+def test_plan_is_none_where_it_does_not_apply(monkeypatch):
+    deadline = time.perf_counter() + 10
+    # bytes alive not the same at every instant: not a tiling
+    trace = random_trace(60, seed=1)
+    assert layers.plan(trace, np.cumsum(trace.sizes) - trace.sizes, dsa.load(trace), deadline) is None
+    p = _stacked_cuts(40, 30, 4, cells_per_buffer=256)
+    start = np.cumsum(p.sizes) - p.sizes
+    cap = dsa.load(p)
+    # alignments above 1 (a stacked band's base need not be a multiple of them)
+    aligned = p.replace(alignments=np.full(len(p), 128))
+    assert layers.plan(aligned, start, cap, deadline) is None
+    # a plan already within the cap: nothing to do
+    assert layers.plan(p, start, int(plan_peak(p, start)), deadline) is None
+    # a single rectangle cut of a pinwheel at the top cannot be cut into layers
+    one = rectangle_cut(5, seed=0, pinwheel=1.0)
+    assert layers.plan(one, np.cumsum(one.sizes) - one.sizes, dsa.load(one), deadline) is None
+    # without SciPy's milp
+    monkeypatch.setattr(layers, "available", lambda: False)
+    assert layers.plan(p, start, cap, deadline) is None
+
+
+def test_plan_trusts_no_leaf(monkeypatch):
+    p = _stacked_cuts(40, 30, 5, cells_per_buffer=256)
+    start = np.cumsum(p.sizes) - p.sizes
+    cap = dsa.load(p)
+    # a leaf whose look finds nothing ends the attempt
+    monkeypatch.setattr(_skyline, "bound_look", lambda sub, offsets, *a, **k: None)
+    assert layers.plan(p, start, cap, time.perf_counter() + 10) is None
+    # a leaf "plan" that overlaps is caught by the validator
+    monkeypatch.setattr(_skyline, "bound_look", lambda sub, offsets, *a, **k: np.zeros(len(sub), np.int64))
+    assert layers.plan(p, start, cap, time.perf_counter() + 10) is None
+
+
+def test_plan_stops_at_its_deadline():
+    p = _stacked_cuts(60, 40, 6, cells_per_buffer=256)
+    start = np.cumsum(p.sizes) - p.sizes
+    stats = {}
+    # a deadline already past: no integer program runs, no cut, no plan
+    assert layers.plan(p, start, dsa.load(p), time.perf_counter() - 1, stats=stats) is None
+    assert stats.get("layer_programs", 0) == 0
+
+
+def test_best_plans_layers_apart_on_large_tilings(monkeypatch):
+    # (the layers are tried on problems above BOUND_LOOK_MAX_ROWS rows: lowered here so that a small
+    # problem takes that path)
+    monkeypatch.setattr(best_module, "BOUND_LOOK_MAX_ROWS", 50)
+    p = _stacked_cuts(80, 50, 7, cells_per_buffer=256)
+    s = dsa.solve(p, strategy="best", time_limit=20, seed=0)
+    assert s.success and s.peak == dsa.lower_bound(p)
+    assert s.stats["bound_look"] and s.stats["layer_plan"] and s.stats["layers"] >= 1
+
+
+def test_best_skips_layers_when_disabled(monkeypatch):
+    monkeypatch.setattr(best_module, "BOUND_LOOK_MAX_ROWS", 50)
+    monkeypatch.setattr(best_module, "LAYERS_SHARE", 0.0)
+    p = _stacked_cuts(80, 50, 7, cells_per_buffer=256)
+    s = dsa.solve(p, strategy="best", time_limit=3, seed=0)
+    assert s.success and "layer_plan" not in s.stats and "layer_programs" not in s.stats
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(3, 30), seed=st.integers(0, 10_000), pinwheel=st.sampled_from([0.0, 0.5, 1.0]),
+       stacked=st.booleans(), pick=st.integers(0, 10_000))
+def test_any_layer_found_has_a_constant_load_and_holds_its_seed(n, seed, pinwheel, stacked, pick):
+    if stacked:
+        p = _stacked_cuts(n, max(1, n // 2), seed, pinwheel=pinwheel, cells_per_buffer=8)
+    else:
+        p = rectangle_cut(n, seed=seed, pinwheel=pinwheel, cells_per_buffer=8)
+    seed_row = pick % len(p)
+    layer = layers.find_layer(p.starts, p.ends, p.sizes, seed_row, 5.0)
+    if stacked:
+        # each of the two cuts is a layer: one holding any row exists
+        assert layer is not None
+    if layer is None:
+        return
+    assert layer[seed_row] and 0 < layer.sum() < len(p)
+    # checked apart from the module: the layer's bytes alive, and the rest's, are the same at every
+    # instant of the whole span (live_bytes over the layer alone, padded with the span's ends)
+    for part in (layer, ~layer):
+        sub = p.take(np.flatnonzero(part))
+        times, live = live_bytes(sub)
+        assert sub.starts.min() == p.starts.min() and sub.ends.max() == p.ends.max()
+        assert np.all(live[:-1] == live[0])
+
+
+def test_find_layer_where_every_buffer_spans_the_block():
+    starts, ends, sizes = np.array([0, 0, 0]), np.array([4, 4, 4]), np.array([1, 2, 3])
+    assert layers.find_layer(starts, ends, sizes, 1, 1.0).tolist() == [False, True, False]
+    assert layers.find_layer(starts[:1], ends[:1], sizes[:1], 0, 1.0) is None
