@@ -841,6 +841,7 @@ def test_the_look_at_the_bound_plans_there_and_keeps_to_its_conditions(monkeypat
     # rows than BOUND_LOOK_MAX_ROWS and no share of the time for such: nothing found (and in the first
     # two cases, nothing tried)
     monkeypatch.setattr(best_module, "BOUND_LOOK_LARGE_SHARE", 0.0)
+    monkeypatch.setattr(best_module, "LAYERS_SHARE", 0.0)  # (tests/test_layer_cuts.py tries the layers)
     for plan, limit, rows, tried in ((out, 30.0, 1000, False), (bad, best_module.BOUND_LOOK_MIN_S / 2, 1000, False),
                                      (bad, 30.0, 10, True)):
         monkeypatch.setattr(best_module, "BOUND_LOOK_MAX_ROWS", rows)
