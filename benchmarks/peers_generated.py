@@ -365,6 +365,14 @@ def measure(spec, args, version: list) -> dict:
     for strategy in DSA_METHODS:
         row["methods"][strategy] = run_dsa(problem, strategy, args.time_limit)
         _say(row, strategy, row["methods"][strategy])
+    earlier = getattr(args, "earlier_rows", {}).get(row["instance"])
+    if earlier is not None:
+        if earlier["generator_args"] != gen or earlier["load"] != row["load"] or earlier["n"] != row["n"]:
+            raise RuntimeError(f"{row['instance']}: not the instance of the run whose peers are reused")
+        for method in args.peers:
+            row["methods"][method] = earlier["methods"][method]
+            _say(row, method, row["methods"][method])
+        return row
     budgets = sorted({b for b in args.peer_budgets if b < args.time_limit} | {args.time_limit})
     with tempfile.TemporaryDirectory() as tmp:
         csv_path = Path(tmp) / "instance.csv"
@@ -444,6 +452,14 @@ _SETTING = {"supermalloc": "supermalloc on {threads} threads",
             "telamalloc": "TelaMalloc with its defaults"}
 
 
+def _reused_text(doc: dict) -> str:
+    reused = doc.get("peers_reused")
+    if not reused:
+        return ""
+    return (f" The peers' figures are reused from the run of {reused['date']} ({reused['file']}, same "
+            "instances, same settings, same machine class); only dsa ran again (`--reuse-peers`).")
+
+
 def report(doc: dict) -> str:
     rows, peers, limit = doc["rows"], doc["peers"], doc["time_limit"]
     methods = [*DSA_METHODS, *peers]
@@ -460,7 +476,7 @@ def report(doc: dict) -> str:
              f"{doc.get('wall_s', 0) / 60:.0f} min. omnimalloc's searches ran in their own virtual environment: "
              + ", ".join(_SETTING[m].format(threads=doc["threads"]) for m in peers) + ". Every plan "
              "shown passed `dsa.validate` (an invalid one would read *invalid*). Bold: dsa at or below the "
-             "best peer.", "",
+             "best peer." + _reused_text(doc), "",
              "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for r in rows:
         bp_method, bp = best_peer(r, peers)
@@ -602,6 +618,9 @@ def main(argv=None) -> int:
     ap.add_argument("--peer-budgets", type=float, nargs="*", default=[1.0, 5.0],
                     help="shorter time limits the peers also run at, for the plot (default 1 5)")
     ap.add_argument("--peers", nargs="+", default=list(PEERS), choices=list(PEERS))
+    ap.add_argument("--reuse-peers", type=Path, metavar="EARLIER.json",
+                    help="take the peers' results from this earlier run of the same set (same instances and "
+                         "time limit) and run only dsa: for a change to dsa alone")
     ap.add_argument("--threads", type=int, default=2, help="supermalloc's threads (default 2)")
     ap.add_argument("--set", choices=list(SETS), default="main",
                     help="the instances: the main set (default), other generator settings, "
@@ -636,6 +655,17 @@ def main(argv=None) -> int:
         seeds = [seed for _, _, seed in specs]
         families, specs = random_set(seeds, (int(sizes.group(1)), int(sizes.group(2))))
     specs = select(specs, args.instances)
+    reused = None
+    if args.reuse_peers is not None:
+        earlier = json.loads(args.reuse_peers.read_text())
+        if earlier.get("time_limit") != args.time_limit or not set(args.peers) <= set(earlier.get("peers", [])):
+            ap.error("--reuse-peers needs a run with the same --time-limit and the peers asked for")
+        args.earlier_rows = {r["instance"]: r for r in earlier["rows"]}
+        missing = [instance_name(*spec) for spec in specs if instance_name(*spec) not in args.earlier_rows]
+        if missing:
+            ap.error(f"--reuse-peers: {args.reuse_peers} has no row for {', '.join(missing)}")
+        reused = {"file": args.reuse_peers.name, "date": earlier.get("date"),
+                  "peer_version": earlier.get("peer_version")}
     import dsa
 
     dsa.warmup()
@@ -645,12 +675,14 @@ def main(argv=None) -> int:
            "set": args.set, "plot": args.out.with_suffix(".png").name, "families": families,
            "dsa_path": str(Path(dsa.__file__).parent),
            "dsa_commit": args.dsa_commit or _commit(Path(dsa.__file__).parent), "rows": []}
+    if reused is not None:
+        doc["peers_reused"], doc["peer_version"] = reused, reused["peer_version"]
     version = [None]
     t0 = time.perf_counter()
     doc["load_average"] = [round(os.getloadavg()[0], 2)]
     for spec in specs:
         doc["rows"].append(measure(spec, args, version))
-        doc["peer_version"] = version[0]
+        doc["peer_version"] = version[0] or doc["peer_version"]
         doc["wall_s"] = time.perf_counter() - t0
         doc["load_average"][1:] = [round(os.getloadavg()[0], 2)]
         write_all(doc, args.out, args.summary, with_plot=False)  # after every instance: nothing is lost

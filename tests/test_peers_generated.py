@@ -234,3 +234,42 @@ def test_select_takes_instances_by_name_or_index_in_the_sets_order(pg):
     assert pg.select(specs, None) == specs and pg.select(specs, "") == specs
     assert pg.select(specs, "c-500-s2,0") == [("a", 300, 0), ("c", 500, 2)]  # the set's order, not the option's
     assert pg.select(specs, "d-1-s9,7") == []  # a name or index not in the set selects nothing
+
+
+def test_reuse_peers_runs_dsa_alone_and_takes_the_peers_from_the_earlier_run(pg, monkeypatch, tmp_path):
+    import json
+
+    spec = ("guillotine", 300, 1)
+    name = pg.instance_name(*spec)
+    problem = pg.make_problem(*spec)
+    gen = pg.generator_args(*spec)
+    peer = {"valid": True, "peak": int(dsa.load(problem)) + 64, "time_s": 20.0, "version": "1.0.0",
+            "budgets": {"20": {"valid": True, "peak": int(dsa.load(problem)) + 64, "time_s": 20.0, "error": None}}}
+    earlier = {"date": "2026-01-02 03:04", "time_limit": 20.0, "peers": list(pg.PEERS), "peer_version": "1.0.0",
+               "rows": [{"instance": name, "family": spec[0], "generator_args": gen, "n": len(problem),
+                         "load": int(dsa.load(problem)), "methods": {m: peer for m in pg.PEERS}}]}
+    path = tmp_path / "earlier.json"
+    path.write_text(json.dumps(earlier))
+    ran = []
+    monkeypatch.setattr(pg, "run_dsa", lambda p, strategy, limit: ran.append(strategy) or
+                        {"valid": True, "peak": int(dsa.load(p)), "time_s": 0.1, "trajectory": []})
+    monkeypatch.setattr(pg, "run_peer", lambda *a, **k: pytest.fail("a peer ran"))
+    monkeypatch.setattr(dsa, "warmup", lambda: None)
+    monkeypatch.setattr(pg, "warm_exact", lambda: None)
+    out = tmp_path / "again"
+    assert pg.main(["--peer-python", "python", "--instances", name, "--reuse-peers", str(path),
+                    "--out", str(out)]) == 0
+    doc = json.loads(out.with_suffix(".json").read_text())
+    assert ran == list(pg.DSA_METHODS)
+    assert doc["peers_reused"] == {"file": "earlier.json", "date": "2026-01-02 03:04", "peer_version": "1.0.0"}
+    row = doc["rows"][0]
+    assert all(row["methods"][m] == peer for m in pg.PEERS)
+    assert "reused from the run of 2026-01-02 03:04 (earlier.json" in out.with_suffix(".md").read_text()
+    # another instance, another time limit, or a changed instance: refused
+    for bad in (["--instances", "pinwheel-350-s0"], ["--instances", name, "--time-limit", "5"]):
+        with pytest.raises(SystemExit):
+            pg.main(["--peer-python", "python", "--reuse-peers", str(path), "--out", str(out), *bad])
+    earlier["rows"][0]["load"] += 1
+    path.write_text(json.dumps(earlier))
+    with pytest.raises(RuntimeError, match="not the instance"):
+        pg.main(["--peer-python", "python", "--instances", name, "--reuse-peers", str(path), "--out", str(out)])
