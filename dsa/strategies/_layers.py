@@ -261,13 +261,12 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None):
     from dsa.validator import InvalidPlanError, validate
 
     out = np.asarray(offsets, dtype=np.int64).copy()
-    if (len(problem) == 0 or not _skyline.supported(problem) or np.any(problem.alignments > 1)
-            or not available()):
+    if len(problem) == 0 or not _skyline.supported(problem) or np.any(problem.alignments > 1):
         return None
     periods = [rows for rows in Sweep(problem).period_rows() if plan_peak(problem, out, rows) > cap]
     periods = [rows[problem.sizes[rows] > 0] for rows in periods]
-    if not periods or not all(_flat(problem, rows, cap) for rows in periods):
-        return None
+    if not periods or not all(_flat(problem, rows, cap) for rows in periods) or not available():
+        return None                       # (SciPy is imported only where there is a tiling to cut)
     rng = np.random.default_rng(check_seed(seed))
     stats = {} if stats is None else stats
     now = time.perf_counter()
