@@ -22,7 +22,7 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["Sweep", "sections", "step_function"]
+__all__ = ["Sweep", "sections", "step_function", "period_labels", "rows_by_label"]
 
 DENSE_SHARE = 16        # see Sweep.dense
 DENSE_PAIRS = 1 << 20   # (an overlap graph of this many pairs takes 8 MiB)
@@ -61,6 +61,33 @@ def step_function(starts, ends, sizes) -> tuple[np.ndarray, np.ndarray]:
     # keep the last value of each time: all events at one time are applied together
     last = np.r_[times[1:] != times[:-1], True]
     return times[last], live[last]
+
+
+def period_labels(starts, ends) -> np.ndarray:
+    """Busy-period label of each row, ``0 .. n_periods - 1`` in time order.
+
+    A busy period is a maximal time span in which something is alive (lifetimes half-open: a row
+    ending at ``t`` and one starting at ``t`` are in different periods unless another row crosses
+    ``t``). :attr:`Sweep.periods` is this for a problem. O(n log n).
+    """
+    n = len(starts)
+    labels = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return labels
+    order = np.argsort(starts, kind="stable")
+    reach = np.maximum.accumulate(ends[order])
+    # a row opens a new period when it starts at or after every earlier row has ended
+    new = np.r_[False, starts[order][1:] >= reach[:-1]]
+    labels[order] = np.cumsum(new)
+    return labels
+
+
+def rows_by_label(labels) -> list[np.ndarray]:
+    """Row indices of each label ``0, 1, ...`` in order, each ascending (the busy periods' rows, for
+    :func:`period_labels`)."""
+    order = np.argsort(labels, kind="stable")
+    cuts = np.flatnonzero(np.diff(labels[order])) + 1
+    return np.split(order, cuts) if len(order) else []
 
 
 class Sweep:
@@ -164,17 +191,7 @@ class Sweep:
         A busy period is a maximal time span in which something is alive; rows of different periods
         never meet, so each period can be planned on its own from offset 0. O(n log n).
         """
-        p = self.problem
-        n = len(p)
-        labels = np.zeros(n, dtype=np.int64)
-        if n == 0:
-            return labels
-        order = np.argsort(p.starts, kind="stable")
-        reach = np.maximum.accumulate(p.ends[order])
-        # a row opens a new period when it starts at or after every earlier row has ended
-        new = np.r_[False, p.starts[order][1:] >= reach[:-1]]
-        labels[order] = np.cumsum(new)
-        return labels
+        return period_labels(self.problem.starts, self.problem.ends)
 
     @property
     def n_periods(self) -> int:
@@ -183,7 +200,4 @@ class Sweep:
 
     def period_rows(self) -> list[np.ndarray]:
         """Row indices of each busy period, in time order (each ascending)."""
-        labels = self.periods
-        order = np.argsort(labels, kind="stable")
-        cuts = np.flatnonzero(np.diff(labels[order])) + 1
-        return np.split(order, cuts) if len(order) else []
+        return rows_by_label(self.periods)

@@ -13,7 +13,7 @@ from conftest import fields, problems, raw_problems, to_problem
 from dsa.budget import Budget
 from dsa.solution import make_solution
 from dsa.strategies import StrategyInfo, strategy_info
-from dsa.sweep import Sweep
+from dsa.sweep import Sweep, period_labels, rows_by_label
 from naive import brute_force_optimum, lowest_fit_plan, naive_load, naive_validate
 
 
@@ -57,6 +57,10 @@ def test_sweep_busy_periods(problem):
     rows = sw.period_rows()
     assert len(rows) == sw.n_periods
     assert sorted(np.concatenate(rows).tolist() if rows else []) == list(range(n))
+    # the module's functions on bare arrays (dsa.strategies._layers cuts blocks with them)
+    assert period_labels(problem.starts, problem.ends).tolist() == labels
+    assert [r.tolist() for r in rows_by_label(sw.periods)] == [r.tolist() for r in rows]
+    assert all(labels[i] == k for k, r in enumerate(rows) for i in r)
 
 
 def test_sweep_is_lazy_and_cached():

@@ -65,18 +65,11 @@ def available() -> bool:
 
 
 def _spans(starts, ends):
-    """Positions (into ``starts``) of each span of time that no buffer crosses, in time order."""
-    times = np.unique(np.concatenate([starts, ends]))
-    delta = np.zeros(len(times), dtype=np.int64)
-    np.add.at(delta, np.searchsorted(times, starts), 1)
-    np.add.at(delta, np.searchsorted(times, ends), -1)
-    alive = np.cumsum(delta)
-    cuts = times[:-1][alive[:-1] == 0]            # instants where nothing crosses, inside the block
-    if len(cuts) == 0:
-        return [np.arange(len(starts))]
-    span = np.searchsorted(cuts, starts, side="right")
-    order = np.argsort(span, kind="stable")
-    return np.split(order, np.flatnonzero(np.diff(span[order])) + 1)
+    """Positions (into ``starts``) of each span of time that no buffer crosses, in time order (the
+    busy periods of the block, :func:`dsa.sweep.period_labels`)."""
+    from dsa.sweep import period_labels, rows_by_label
+
+    return rows_by_label(period_labels(starts, ends))
 
 
 def _balanced(starts, ends, sizes, chosen) -> bool:
