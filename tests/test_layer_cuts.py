@@ -71,18 +71,21 @@ def test_split_leaves_partition_the_block_and_stack_within_the_cap(seed):
     stats = {}
     leaves = layers.split(p, np.arange(len(p)), cap, time.perf_counter() + 30,
                           np.random.default_rng(seed), stats)
-    rows = np.sort(np.concatenate([leaf[0] for leaf in leaves]))
+    rows = np.sort(np.concatenate([leaf.rows for leaf in leaves]))
     assert rows.tolist() == list(range(len(p)))                     # every row in one leaf
     assert stats["layers"] >= 1 and len(leaves) >= 2
-    for rows, base, high in leaves:
-        assert 0 <= base and base + high <= cap and high > 0
+    for leaf in leaves:
+        assert 0 <= leaf.base and leaf.base + leaf.height <= cap and leaf.height > 0
         # each leaf is flat at its height over its own span (a plan within it tiles it)
-        _, live = live_bytes(p.take(rows))
-        assert np.all(live[:-1] == high)
+        _, live = live_bytes(p.take(leaf.rows))
+        assert np.all(live[:-1] == leaf.height)
+        # its merged buffers are their members' union: same span, same bytes alive
+        _, merged = live_bytes(dsa.Problem(leaf.starts, leaf.ends, leaf.sizes))
+        assert np.all(merged[:-1] == leaf.height)
     # leaves alive at one instant take disjoint bands that fill the cap
     for t in np.unique(p.starts):
-        bands = sorted((base, base + high) for rows, base, high in leaves
-                       if np.any((p.starts[rows] <= t) & (p.ends[rows] > t)))
+        bands = sorted((leaf.base, leaf.base + leaf.height) for leaf in leaves
+                       if np.any((p.starts[leaf.rows] <= t) & (p.ends[leaf.rows] > t)))
         assert bands[0][0] == 0 and bands[-1][1] == cap
         assert all(a[1] == b[0] for a, b in zip(bands, bands[1:]))
 
@@ -125,8 +128,11 @@ def test_plan_is_none_where_it_does_not_apply(monkeypatch):
     assert layers.plan(aligned, start, cap, deadline) is None
     # a plan already within the cap: nothing to do
     assert layers.plan(p, start, int(plan_peak(p, start)), deadline) is None
-    # a single rectangle cut of a pinwheel at the top cannot be cut into layers
+    # a single pinwheel cannot be cut into layers; merged (dsa.strategies._contract), it is one buffer
     one = rectangle_cut(5, seed=0, pinwheel=1.0)
+    merged = layers.plan(one, np.cumsum(one.sizes) - one.sizes, dsa.load(one), deadline)
+    assert merged is not None and plan_peak(one, merged) == dsa.load(one)
+    monkeypatch.setattr(layers, "CONTRACT", False)
     assert layers.plan(one, np.cumsum(one.sizes) - one.sizes, dsa.load(one), deadline) is None
     # without SciPy's milp
     monkeypatch.setattr(layers, "available", lambda: False)

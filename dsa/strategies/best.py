@@ -418,11 +418,16 @@ BOUND_LOOK_LARGE_SHARE = 0.02
 # outlasts such a share many times (rectangle cuts at 18 s: 0.36-0.65 s up to 20,000 buffers, 3 s at
 # 50,000)
 BOUND_LOOK_LARGE_MAX_ROWS = 20_000
-# on problems of more than BOUND_LOOK_MAX_ROWS (and at most BOUND_LOOK_LARGE_MAX_ROWS) movable rows,
 # before the look at the whole: where every busy period above the bound has it as its bytes alive at
-# every instant (a plan there tiles it), the periods cut into layers planned apart
-# (dsa.strategies._layers) for up to this share of the time left
+# every instant (a plan there tiles it), the periods cut into layers and merged buffers planned apart
+# (dsa.strategies._layers) for up to this share of the time left ...
 LAYERS_SHARE = 0.3
+# ... on problems of more than this many movable rows (and at most BOUND_LOOK_LARGE_MAX_ROWS). With
+# merges (dsa.strategies._contract), small tilings gain too: the random set (12 cuts of 225-4,385
+# buffers, best at 20 s) 1.0469 -> 1.0210 x LOAD, random606-313 and random601-1695 planned at LOAD in
+# 0.1-0.3 s (1.114 and 1.187 before); the main set level (1.0473 -> 1.0481, the coarse cuts'
+# spread); 12 fresh draws of 1,000-5,000 buffers 1.0911 -> 1.0726. Before merges, from 1,000 rows up
+LAYERS_MIN_ROWS = 0
 # the skyline search's kernel takes about 3 s to compile: with an empty numba cache (no `dsa warmup`)
 # it runs only in calls that have at least this long left, so that a short call does not spend more
 # than its budget compiling a search it would run for a second (stats["skyline"] says so)
@@ -529,11 +534,12 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
     and the skyline's conditions, ``stats`` (a dict) gets ``bound_look`` (whether a plan at ``target``
     was found) and ``bound_look_s`` (seconds spent).
 
-    Before that look, on problems of more than ``BOUND_LOOK_MAX_ROWS`` (and at most
+    Before that look, on problems of more than ``LAYERS_MIN_ROWS`` (and at most
     ``BOUND_LOOK_LARGE_MAX_ROWS``) movable rows whose busy periods above ``target`` have ``target``
-    bytes alive at every instant (a plan there tiles them), those periods are cut into layers planned
-    apart by :func:`dsa.strategies._layers.plan`, for up to ``LAYERS_SHARE`` of the time left; then
-    ``stats`` also gets ``layer_plan`` (whether that gave the plan) and the counts of
+    bytes alive at every instant (a plan there tiles them), those periods are cut into layers, their
+    buffers merged where a tiling allows, and planned apart by :func:`dsa.strategies._layers.plan`,
+    for up to ``LAYERS_SHARE`` of the time left; then ``stats`` also gets ``layer_plan`` (whether
+    that gave the plan) and the counts of
     :func:`dsa.strategies._layers.plan` (``layers``, ``layer_programs``, ``layer_s``, ...)."""
     from dsa.strategies import _skyline
 
@@ -545,9 +551,9 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
     began = time.perf_counter()
     movable = _movable(problem)
     out = None
-    if LAYERS_SHARE > 0 and BOUND_LOOK_MAX_ROWS < movable <= BOUND_LOOK_LARGE_MAX_ROWS:
-        # (a period above the bound that large: the look at the whole gets little time, its layers
-        # may plan apart; _layers.plan returns at once where there is no tiling to cut)
+    if LAYERS_SHARE > 0 and LAYERS_MIN_ROWS < movable <= BOUND_LOOK_LARGE_MAX_ROWS:
+        # (layers and merged buffers plan tilings that the look at the whole does not; _layers.plan
+        # returns at once where there is no tiling to cut)
         from dsa.strategies import _layers
 
         out = _layers.plan(problem, offsets, target, began + LAYERS_SHARE * left, seed=seed, stats=stats)
