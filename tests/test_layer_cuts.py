@@ -207,3 +207,54 @@ def test_find_layer_where_every_buffer_spans_the_block():
     starts, ends, sizes = np.array([0, 0, 0]), np.array([4, 4, 4]), np.array([1, 2, 3])
     assert layers.find_layer(starts, ends, sizes, 1, 1.0).tolist() == [False, True, False]
     assert layers.find_layer(starts[:1], ends[:1], sizes[:1], 0, 1.0) is None
+
+
+def test_partial_plans_put_failed_leaves_above_their_bands(monkeypatch):
+    p = _stacked_cuts(40, 30, 8, cells_per_buffer=256)
+    cap = dsa.load(p)
+    start = np.cumsum(p.sizes) - p.sizes
+    real, calls = _skyline.bound_look, []
+
+    def look(sub, offsets, high, deadline, seed=None, **kw):
+        calls.append(len(sub))            # the first (the largest leaf) fails
+        return None if len(calls) == 1 else real(sub, offsets, high, deadline, seed=seed, **kw)
+
+    monkeypatch.setattr(_skyline, "bound_look", look)
+    # the failed leaf's plan: its buffers stacked, far above its band
+    monkeypatch.setattr(layers, "_fallback", lambda leaf: np.cumsum(leaf.sizes) - leaf.sizes)
+    assert layers.plan(p, start, cap, time.perf_counter() + 10) is None          # (all or nothing)
+    calls.clear()
+    stats = {}
+    out = layers.plan(p, start, cap, time.perf_counter() + 10, stats=stats, partial=True)
+    assert out is not None and stats["layer_failed"] == 1 and len(calls) >= 2
+    dsa.validate(p, out)
+    assert cap < plan_peak(p, out) < plan_peak(p, start)
+    # a partial plan no lower than the one given is no use
+    calls.clear()
+    assert layers.plan(p, out, cap, time.perf_counter() + 10, partial=True) is None
+
+
+def test_best_goes_on_from_a_partial_plan(monkeypatch):
+    p, known = rectangle_cut(300, seed=5, pinwheel=0.5, return_plan=True)
+    load = dsa.load(p)
+    lower = known.copy()
+    lower[np.argmin(p.sizes)] = load                # a plan just above the bound: one buffer on top
+    monkeypatch.setattr(best_module, "LAYERS_PARTIAL", True)
+    monkeypatch.setattr(layers, "plan", lambda *a, **k: lower.copy())
+    monkeypatch.setattr(_skyline, "bound_look", lambda *a, **k: None)
+    s = dsa.solve(p, strategy="best", time_limit=4, seed=0)
+    assert s.stats["portfolio_peak"] > plan_peak(p, lower)      # (else the test shows nothing)
+    assert s.success and not s.stats["layer_plan"] and not s.stats["bound_look"]
+    assert s.stats["layer_partial_peak"] == plan_peak(p, lower) >= s.peak
+    assert any(peak == plan_peak(p, lower) for _, peak in s.stats["improvements"])
+
+
+def test_exact_goes_on_from_a_partial_plan(monkeypatch):
+    p, known = rectangle_cut(300, seed=5, pinwheel=0.5, return_plan=True)
+    lower = known.copy()
+    lower[np.argmin(p.sizes)] = dsa.load(p)
+    monkeypatch.setattr(best_module, "LAYERS_PARTIAL", True)
+    monkeypatch.setattr(layers, "plan", lambda *a, **k: lower.copy())
+    monkeypatch.setattr(_skyline, "bound_look", lambda *a, **k: None)
+    s = dsa.solve(p, strategy="exact", time_limit=4, seed=0)
+    assert s.success and s.stats["layer_partial_peak"] == plan_peak(p, lower) >= s.peak

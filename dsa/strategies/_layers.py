@@ -63,6 +63,9 @@ PRESOLVE = True
 # fine cuts (cells_per_buffer=1024) of 800-1,200 buffers in 0.1-2.3 s, 1,500 on one seed of two, 2,000
 # on none (8 s each); a leaf of 4,338 buffers of a fine cut of 5,000 found none in 10 s
 LEAF_MAX_ROWS = 1200
+# with partial plans, a leaf that its look does not plan within its height gets a plan from ``best``
+# for this many seconds
+FALLBACK_S = 0.25
 # the cuts get this share of the time to the deadline (the leaves' looks the rest): where a block
 # too large for the look stays whole, the attempt ends there
 SPLIT_SHARE = 0.25
@@ -298,6 +301,15 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
     return leaves
 
 
+def _fallback(leaf: Leaf):
+    """A plan of a leaf's buffers that its look did not plan within its height: ``best`` for
+    ``FALLBACK_S`` seconds (too short for its own look at the bound)."""
+    from dsa.problem import Problem
+    from dsa.strategies import best
+
+    return best.solve(Problem(leaf.starts, leaf.ends, leaf.sizes), time_limit=FALLBACK_S).offsets
+
+
 def _flat(problem, rows, cap: int) -> bool:
     """Whether the bytes alive over the span of ``rows`` are ``cap`` at every instant."""
     from dsa.sweep import step_function
@@ -306,7 +318,7 @@ def _flat(problem, rows, cap: int) -> bool:
     return len(live) > 1 and bool(np.all(live[:-1] == cap))
 
 
-def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None):
+def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, partial: bool = False):
     """A plan within ``cap`` made of layers planned apart, or None.
 
     Applies where :func:`dsa.strategies._skyline.bound_look` does (no fixed offsets), on problems
@@ -317,7 +329,12 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None):
     buffers stays whole, None comes back (the look at the whole does as well, or better). The leaves
     (their merged buffers) are then
     planned at their height by :func:`dsa.strategies._skyline.bound_look`, the largest first, until
-    ``deadline``; the first that fails ends the attempt (None).
+    ``deadline``; the first that fails ends the attempt (None). With ``partial``, blocks of any size
+    stay leaves, each leaf's look gets a share of the time left (the square root of its share of
+    the buffers left), and a leaf not
+    planned within its height (or too large for a look) is planned by ``best`` for ``FALLBACK_S``
+    seconds, above its band: the leaves above it move up by as much. The result is then a plan above
+    ``cap`` when lower than ``offsets``' peak (None otherwise).
 
     Parameters
     ----------
@@ -331,13 +348,16 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None):
     stats : dict, optional
         Gets ``layers`` (splits made), ``layer_programs``, ``layer_s`` (the integer programs'
         seconds), ``merged_chain``, ``merged_stack`` and ``merged_pinwheel`` (merges made),
-        ``layer_leaves`` and ``layer_rows`` (the largest leaf's buffers, once merged).
+        ``layer_leaves`` and ``layer_rows`` (the largest leaf's buffers, once merged), and
+        ``layer_failed`` (leaves planned above their bands).
+    partial : bool, default False
+        Return a lower plan above ``cap`` where some leaves are not planned within their bands.
 
     Returns
     -------
     array of int or None
-        A plan whose periods reaching above ``cap`` in ``offsets`` are now within it, checked by
-        :func:`dsa.validate`.
+        A plan whose periods reaching above ``cap`` in ``offsets`` are now within it (with
+        ``partial``, or one of lower peak than ``offsets``), checked by :func:`dsa.validate`.
     """
     from dsa.budget import check_seed
     from dsa.problem import Problem
@@ -359,7 +379,7 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None):
     cutting = now + SPLIT_SHARE * max(0.0, deadline - now)
     leaves = []
     for rows in periods:
-        cut = split(problem, rows, cap, cutting, rng, stats, max_rows=LEAF_MAX_ROWS)
+        cut = split(problem, rows, cap, cutting, rng, stats, max_rows=None if partial else LEAF_MAX_ROWS)
         if cut is None:
             return None                   # a block too large for the look stays whole
         leaves += cut
@@ -367,18 +387,37 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None):
         return None                       # nothing cut or merged: the look at the whole does the same
     leaves.sort(key=lambda leaf: -len(leaf.sizes))
     stats["layer_leaves"], stats["layer_rows"] = len(leaves), len(leaves[0].sizes)
+    plans, excess = [], []                # per leaf: its plan, and how far it reaches above its height
+    left = sum(len(leaf.sizes) for leaf in leaves)
     for leaf in leaves:
-        if len(leaf.sizes) == 1:
-            out[leaf.rows] = leaf.expand([0])
-            continue
-        sub = Problem(leaf.starts, leaf.ends, leaf.sizes)
-        stacked = np.cumsum(sub.sizes) - sub.sizes   # a valid plan to start from (no two overlap)
-        look = _skyline.bound_look(sub, stacked, leaf.height, deadline, seed=seed)
+        look = np.zeros(1, dtype=np.int64) if len(leaf.sizes) == 1 else None
+        if look is None and len(leaf.sizes) <= LEAF_MAX_ROWS:
+            sub = Problem(leaf.starts, leaf.ends, leaf.sizes)
+            stacked = np.cumsum(sub.sizes) - sub.sizes   # a valid plan to start from (no two overlap)
+            # (with partial plans, each leaf's look gets a share of the time left: the square root of
+            # its share of the buffers left, so that the largest, the hardest, get the most)
+            now = time.perf_counter()
+            until = now + max(0.0, deadline - now) * (len(leaf.sizes) / left) ** 0.5 if partial else deadline
+            look = _skyline.bound_look(sub, stacked, leaf.height, until, seed=seed)
+        left -= len(leaf.sizes)
         if look is None:
-            return None
-        out[leaf.rows] = leaf.expand(look)
+            if not partial:
+                return None
+            look = _fallback(leaf)
+            if look is None:
+                return None
+        plans.append(look)
+        excess.append(max(0, int((look + leaf.sizes).max()) - leaf.height))
+    failed = [(leaf.base + leaf.height, extra) for leaf, extra in zip(leaves, excess) if extra > 0]
+    stats["layer_failed"] = len(failed)
+    for leaf, look in zip(leaves, plans):
+        # a leaf above one that reaches above its band moves up by as much (bands below or beside
+        # it keep their place: no two leaves alive together come to overlap)
+        out[leaf.rows] = leaf.expand(look) + sum(extra for top, extra in failed if leaf.base >= top)
     try:
         validate(problem, out)
     except InvalidPlanError:
         return None
+    if failed:
+        return out if plan_peak(problem, out) < plan_peak(problem, offsets) else None
     return out if all(plan_peak(problem, out, rows) <= cap for rows in periods) else None

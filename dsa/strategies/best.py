@@ -428,6 +428,10 @@ LAYERS_SHARE = 0.3
 # 0.1-0.3 s (1.114 and 1.187 before); the main set level (1.0473 -> 1.0481, the coarse cuts'
 # spread); 12 fresh draws of 1,000-5,000 buffers 1.0911 -> 1.0726. Before merges, from 1,000 rows up
 LAYERS_MIN_ROWS = 0
+# ... and where some leaves are not planned within their bands, the plan with those leaves planned
+# above their bands (what lies above them moved up as much), when lower than the incumbent: the
+# improvement phase starts from it
+LAYERS_PARTIAL = True
 # the skyline search's kernel takes about 3 s to compile: with an empty numba cache (no `dsa warmup`)
 # it runs only in calls that have at least this long left, so that a short call does not spend more
 # than its budget compiling a search it would run for a second (stats["skyline"] says so)
@@ -538,8 +542,11 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
     ``BOUND_LOOK_LARGE_MAX_ROWS``) movable rows whose busy periods above ``target`` have ``target``
     bytes alive at every instant (a plan there tiles them), those periods are cut into layers, their
     buffers merged where a tiling allows, and planned apart by :func:`dsa.strategies._layers.plan`,
-    for up to ``LAYERS_SHARE`` of the time left; then ``stats`` also gets ``layer_plan`` (whether
-    that gave the plan) and the counts of
+    for up to ``LAYERS_SHARE`` of the time left. With ``LAYERS_PARTIAL``, where some leaves are
+    not planned within their bands, that gives a plan above ``target`` but below ``offsets``' peak:
+    the look at the whole starts from it, and it is returned if the look finds nothing (the caller
+    tells the two apart by the peak). ``stats`` also gets ``layer_plan`` (whether the layers gave
+    the plan at ``target``), ``layer_partial_peak`` (the peak of such a lower plan) and the counts of
     :func:`dsa.strategies._layers.plan` (``layers``, ``layer_programs``, ``layer_s``, ...)."""
     from dsa.strategies import _skyline
 
@@ -550,24 +557,30 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
         return None
     began = time.perf_counter()
     movable = _movable(problem)
-    out = None
+    out = lower = None
     if LAYERS_SHARE > 0 and LAYERS_MIN_ROWS < movable <= BOUND_LOOK_LARGE_MAX_ROWS:
         # (layers and merged buffers plan tilings that the look at the whole does not; _layers.plan
         # returns at once where there is no tiling to cut)
         from dsa.strategies import _layers
 
-        out = _layers.plan(problem, offsets, target, began + LAYERS_SHARE * left, seed=seed, stats=stats)
+        out = _layers.plan(problem, offsets, target, began + LAYERS_SHARE * left, seed=seed, stats=stats,
+                           partial=LAYERS_PARTIAL)
+        if out is not None and plan_peak(problem, out) > target:
+            lower, out = out, None        # (some leaves above their bands: a lower plan, not the bound)
+            if stats is not None:
+                stats["layer_partial_peak"] = int(plan_peak(problem, lower))
         if stats is not None:
             stats["layer_plan"] = out is not None
         left = budget.remaining()
     if out is None and left > 0:
         now = time.perf_counter()
         large = now + BOUND_LOOK_LARGE_SHARE * left if movable <= BOUND_LOOK_LARGE_MAX_ROWS else None
-        out = _skyline.bound_look(problem, offsets, target, now + BOUND_LOOK_SHARE * left, seed=seed,
-                                  max_rows=BOUND_LOOK_MAX_ROWS, large_deadline=large)
+        out = _skyline.bound_look(problem, offsets if lower is None else lower, target,
+                                  now + BOUND_LOOK_SHARE * left, seed=seed, max_rows=BOUND_LOOK_MAX_ROWS,
+                                  large_deadline=large)
     if stats is not None:
         stats["bound_look"], stats["bound_look_s"] = out is not None, time.perf_counter() - began
-    return out
+    return lower if out is None else out
 
 
 def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, search=None):
@@ -873,7 +886,9 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
     look = bound_look(problem, offsets, bound, budget, seed, looked)
     if look is not None:
         progress("plan", bound, plan_peak(problem, look), bound, 0)
-        return look, 0, {**looked, "improvements": improvements}
+        if plan_peak(problem, look) <= bound:
+            return look, 0, {**looked, "improvements": improvements}
+        offsets, start_peak = look, plan_peak(problem, look)   # (lower, from the layers: go on from it)
     movable = _movable(problem)
     left = budget.remaining()
     if budget.deadline is not None:

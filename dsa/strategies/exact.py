@@ -347,10 +347,11 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
             # restarted skyline dives at the bound itself, where any waste ends a branch at once
             look = best.bound_look(problem, state["offsets"], state["lo"], budget, 0 if seed is None else seed,
                                    stats)
-            if look is not None:
+            if look is not None:   # (at the bound, or lower than the incumbent: see best.bound_look)
                 state["offsets"], state["peak"] = look, plan_peak(problem, look)
                 state["found_s"] = time.perf_counter() - t0
-                log.line(stats["nodes"], state["peak"], state["lo"], "plan found at the bound", force=True)
+                text = "plan found at the bound" if state["peak"] <= state["lo"] else "plan found by the layers"
+                log.line(stats["nodes"], state["peak"], state["lo"], text, force=True)
         if max(lo, stuck) < state["peak"]:  # (unless the look planned at the bound)
             left = budget.remaining()
             movable = int(np.count_nonzero(problem.is_movable))
