@@ -664,8 +664,9 @@ def main(argv=None) -> int:
         missing = [instance_name(*spec) for spec in specs if instance_name(*spec) not in args.earlier_rows]
         if missing:
             ap.error(f"--reuse-peers: {args.reuse_peers} has no row for {', '.join(missing)}")
-        reused = {"file": args.reuse_peers.name, "date": earlier.get("date"),
-                  "peer_version": earlier.get("peer_version")}
+        # (where the earlier run reused its peers' figures in turn, they come from the run it names)
+        reused = earlier.get("peers_reused") or {"file": args.reuse_peers.name, "date": earlier.get("date"),
+                                                 "peer_version": earlier.get("peer_version")}
     import dsa
 
     dsa.warmup()

@@ -221,7 +221,7 @@ def test_partial_plans_put_failed_leaves_above_their_bands(monkeypatch):
 
     monkeypatch.setattr(_skyline, "bound_look", look)
     # the failed leaf's plan: its buffers stacked, far above its band
-    monkeypatch.setattr(layers, "_fallback", lambda leaf: np.cumsum(leaf.sizes) - leaf.sizes)
+    monkeypatch.setattr(layers, "_fallback", lambda leaf, seconds, seed=None: np.cumsum(leaf.sizes) - leaf.sizes)
     assert layers.plan(p, start, cap, time.perf_counter() + 10) is None          # (all or nothing)
     calls.clear()
     stats = {}

@@ -265,6 +265,11 @@ def test_reuse_peers_runs_dsa_alone_and_takes_the_peers_from_the_earlier_run(pg,
     row = doc["rows"][0]
     assert all(row["methods"][m] == peer for m in pg.PEERS)
     assert "reused from the run of 2026-01-02 03:04 (earlier.json" in out.with_suffix(".md").read_text()
+    # reused again from that run: the figures still come from the first one, and the report says so
+    again = tmp_path / "again2"
+    assert pg.main(["--peer-python", "python", "--instances", name, "--reuse-peers", str(out.with_suffix(".json")),
+                    "--out", str(again)]) == 0
+    assert json.loads(again.with_suffix(".json").read_text())["peers_reused"] == doc["peers_reused"]
     # another instance, another time limit, or a changed instance: refused
     for bad in (["--instances", "pinwheel-350-s0"], ["--instances", name, "--time-limit", "5"]):
         with pytest.raises(SystemExit):

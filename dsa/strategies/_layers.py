@@ -63,8 +63,8 @@ PRESOLVE = True
 # fine cuts (cells_per_buffer=1024) of 800-1,200 buffers in 0.1-2.3 s, 1,500 on one seed of two, 2,000
 # on none (8 s each); a leaf of 4,338 buffers of a fine cut of 5,000 found none in 10 s
 LEAF_MAX_ROWS = 1200
-# with partial plans, a leaf that its look does not plan within its height gets a plan from ``best``
-# for this many seconds
+# with partial plans, a leaf that its look does not plan within its height gets a plan from best in
+# this many seconds (at most what is left to the deadline; with none left, the attempt ends)
 FALLBACK_S = 0.25
 # the cuts get this share of the time to the deadline (the leaves' looks the rest): where a block
 # too large for the look stays whole, the attempt ends there
@@ -301,13 +301,15 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
     return leaves
 
 
-def _fallback(leaf: Leaf):
+def _fallback(leaf: Leaf, seconds: float, seed=None):
     """A plan of a leaf's buffers that its look did not plan within its height: ``best`` for
-    ``FALLBACK_S`` seconds (too short for its own look at the bound)."""
+    ``seconds`` (too short for its own look at the bound), or None with no time for it."""
     from dsa.problem import Problem
     from dsa.strategies import best
 
-    return best.solve(Problem(leaf.starts, leaf.ends, leaf.sizes), time_limit=FALLBACK_S).offsets
+    if seconds < 0.01:
+        return None
+    return best.solve(Problem(leaf.starts, leaf.ends, leaf.sizes), time_limit=seconds, seed=seed).offsets
 
 
 def _flat(problem, rows, cap: int) -> bool:
@@ -329,11 +331,11 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     buffers stays whole, None comes back (the look at the whole does as well, or better). The leaves
     (their merged buffers) are then
     planned at their height by :func:`dsa.strategies._skyline.bound_look`, the largest first, until
-    ``deadline``; the first that fails ends the attempt (None). With ``partial``, blocks of any size
-    stay leaves, each leaf's look gets a share of the time left (the square root of its share of
-    the buffers left), and a leaf not
-    planned within its height (or too large for a look) is planned by ``best`` for ``FALLBACK_S``
-    seconds, above its band: the leaves above it move up by as much. The result is then a plan above
+    ``deadline``; the first that fails ends the attempt (None). With ``partial``, each leaf's look
+    gets a share of the time left (the square root of its share of the buffers left), and a leaf not
+    planned within its height is planned by ``best`` for ``FALLBACK_S`` seconds (none past
+    ``deadline``: then the attempt ends), above its band: the leaves above it move up by as much.
+    The result is then a plan above
     ``cap`` when lower than ``offsets``' peak (None otherwise).
 
     Parameters
@@ -379,7 +381,7 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     cutting = now + SPLIT_SHARE * max(0.0, deadline - now)
     leaves = []
     for rows in periods:
-        cut = split(problem, rows, cap, cutting, rng, stats, max_rows=None if partial else LEAF_MAX_ROWS)
+        cut = split(problem, rows, cap, cutting, rng, stats, max_rows=LEAF_MAX_ROWS)
         if cut is None:
             return None                   # a block too large for the look stays whole
         leaves += cut
@@ -391,7 +393,7 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     left = sum(len(leaf.sizes) for leaf in leaves)
     for leaf in leaves:
         look = np.zeros(1, dtype=np.int64) if len(leaf.sizes) == 1 else None
-        if look is None and len(leaf.sizes) <= LEAF_MAX_ROWS:
+        if look is None:
             sub = Problem(leaf.starts, leaf.ends, leaf.sizes)
             stacked = np.cumsum(sub.sizes) - sub.sizes   # a valid plan to start from (no two overlap)
             # (with partial plans, each leaf's look gets a share of the time left: the square root of
@@ -403,7 +405,7 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
         if look is None:
             if not partial:
                 return None
-            look = _fallback(leaf)
+            look = _fallback(leaf, min(FALLBACK_S, deadline - time.perf_counter()), seed)
             if look is None:
                 return None
         plans.append(look)
