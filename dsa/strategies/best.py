@@ -423,8 +423,8 @@ BOUND_LOOK_LARGE_MAX_ROWS = 20_000
 # (dsa.strategies._layers) for up to this share of the time left ...
 LAYERS_SHARE = 0.3
 # ... on problems of more than this many movable rows (and at most BOUND_LOOK_LARGE_MAX_ROWS). With
-# merges (dsa.strategies._contract), small tilings gain too: the random set (12 cuts of 225-4,385
-# buffers, best at 20 s) 1.0469 -> 1.0210 x LOAD, random606-313 and random601-1695 planned at LOAD in
+# merges (dsa.strategies._contract), small tilings gain too (best at 20 s, seed 0, when the merges
+# came in): the random set (12 cuts of 225-4,385 buffers) 1.0469 -> 1.0210 x LOAD, random606-313 and random601-1695 planned at LOAD in
 # 0.1-0.3 s (1.114 and 1.187 before); the main set level (1.0473 -> 1.0481, the coarse cuts'
 # spread); 12 fresh draws of 1,000-5,000 buffers 1.0911 -> 1.0726. Before merges, from 1,000 rows up
 LAYERS_MIN_ROWS = 0
@@ -572,7 +572,8 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
         # returns at once where there is no tiling to cut)
         from dsa.strategies import _layers
 
-        # (on problems the look at the whole takes its full share, the layers take part of it)
+        # (on problems of at most BOUND_LOOK_MAX_ROWS rows the look at the whole has its full share:
+        # the layers take part of that share, not time of their own)
         share = LAYERS_SHARE if movable > BOUND_LOOK_MAX_ROWS else LAYERS_SMALL_SHARE * BOUND_LOOK_SHARE
         out = _layers.plan(problem, offsets, target, began + share * left, seed=seed, stats=stats,
                            partial=LAYERS_PARTIAL)
