@@ -178,15 +178,17 @@ class _Buffers:
 
     def __init__(self, problem, rows):
         rows = np.asarray(rows, dtype=np.int64)
-        self.starts = list(problem.starts[rows].tolist())
-        self.ends = list(problem.ends[rows].tolist())
-        self.sizes = list(problem.sizes[rows].tolist())
+        n = len(rows)
+        # (a merge replaces two or more buffers by one: at most n - 1 are ever added)
+        self.starts, self.ends, self.sizes = (np.zeros(2 * n, dtype=np.int64) for _ in range(3))
+        self.starts[:n], self.ends[:n] = problem.starts[rows], problem.ends[rows]
+        self.sizes[:n] = problem.sizes[rows]
+        self.count = n
         self.rows = [np.array([r]) for r in rows]
         self.rel = [np.zeros(1, dtype=np.int64) for _ in rows]
 
     def arrays(self, block):
-        pick = lambda values: np.asarray(values, dtype=np.int64)[block]  # noqa: E731
-        return pick(self.starts), pick(self.ends), pick(self.sizes)
+        return self.starts[block], self.ends[block], self.sizes[block]
 
     def contract(self, block, deadline, stats):
         """``block`` with its merges made (:func:`dsa.strategies._contract.contract`): new ids."""
@@ -206,12 +208,12 @@ class _Buffers:
             if len(where) == 1 and c.rel[where[0]] == 0:
                 out.append(int(block[where[0]]))      # (not merged: the same buffer)
                 continue
-            self.starts.append(int(c.starts[j]))
-            self.ends.append(int(c.ends[j]))
-            self.sizes.append(int(c.sizes[j]))
-            self.rows.append(np.concatenate([self.rows[block[k]] for k in where]))
-            self.rel.append(np.concatenate([self.rel[block[k]] + c.rel[k] for k in where]))
-            out.append(len(self.sizes) - 1)
+            k = self.count
+            self.starts[k], self.ends[k], self.sizes[k] = c.starts[j], c.ends[j], c.sizes[j]
+            self.rows.append(np.concatenate([self.rows[block[i]] for i in where]))
+            self.rel.append(np.concatenate([self.rel[block[i]] + c.rel[i] for i in where]))
+            self.count += 1
+            out.append(k)
         return np.asarray(out, dtype=np.int64)
 
     def leaf(self, block, base, high) -> Leaf:

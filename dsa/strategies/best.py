@@ -424,9 +424,10 @@ BOUND_LOOK_LARGE_MAX_ROWS = 20_000
 LAYERS_SHARE = 0.3
 # ... on problems of more than this many movable rows (and at most BOUND_LOOK_LARGE_MAX_ROWS). With
 # merges (dsa.strategies._contract), small tilings gain too (best at 20 s, seed 0, when the merges
-# came in): the random set (12 cuts of 225-4,385 buffers) 1.0469 -> 1.0210 x LOAD, random606-313 and random601-1695 planned at LOAD in
-# 0.1-0.3 s (1.114 and 1.187 before); the main set level (1.0473 -> 1.0481, the coarse cuts'
-# spread); 12 fresh draws of 1,000-5,000 buffers 1.0911 -> 1.0726. Before merges, from 1,000 rows up
+# came in): the random set (12 cuts of 225-4,385 buffers) 1.0469 -> 1.0210 x LOAD, random606-313 and
+# random601-1695 planned at LOAD in 0.1-0.3 s (1.114 and 1.187 before); the main set level (1.0473 ->
+# 1.0481, the coarse cuts' spread); 12 fresh draws of 1,000-5,000 buffers 1.0911 -> 1.0726. Before
+# merges, from 1,000 rows up
 LAYERS_MIN_ROWS = 0
 # ... and where some leaves are not planned within their bands, the plan with those leaves planned
 # above their bands (what lies above them moved up as much), when lower than the incumbent: the
@@ -899,10 +900,11 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
     looked = {}
     look = bound_look(problem, offsets, bound, budget, seed, looked)
     if look is not None:
-        progress("plan", bound, plan_peak(problem, look), bound, 0)
-        if plan_peak(problem, look) <= bound:
+        peak = plan_peak(problem, look)
+        progress("plan", bound, peak, bound, 0)
+        if peak <= bound:
             return look, 0, {**looked, "improvements": improvements}
-        offsets, start_peak = look, plan_peak(problem, look)   # (lower, from the layers: go on from it)
+        offsets, start_peak = look, peak   # (lower, from the layers: go on from it)
     movable = _movable(problem)
     left = budget.remaining()
     if budget.deadline is not None:
