@@ -21,6 +21,16 @@ fewer, larger pieces for the next cut. Rectangle cuts with pinwheels on a nearly
 (``cells_per_buffer=4096``): 1,361 buffers planned at the bound in 0.5 s, as two leaves of at most
 209 merged buffers (the whole look found none in 20 s).
 
+A block with no layer may still hold *rectangles*: sets of buffers whose bytes alive are the same
+over a window of time inside the block and zero outside it, such as the pieces of a pinwheel block
+whose pieces were cut further (the pinwheel merge needs five single buffers). Where a tiling has such
+a set in a band of its window, the set is planned apart as a block of its own and stands in the rest
+as one buffer, whose offset the set's leaves are then counted from (:func:`find_rectangle`; the
+windows tried end where the most bytes end or start). Once a pinwheel's five pieces each stand as one
+buffer, they merge. A fine cut of 5,000 buffers with pinwheels (``cells_per_buffer=1024``): a leaf
+of 1,012 merged buffers that the look did not plan became leaves of at most 289, and the whole was
+planned at the bound in 2.9 s (1.2 x the bound before, at ``time_limit=20``).
+
 A layer holding a given buffer is found by integer programming (HiGHS, through
 :func:`scipy.optimize.milp`): a 0/1 variable per buffer, one equation per instant inside the block
 (the bytes of chosen buffers ending there equal those starting), the given buffer chosen, at most all
@@ -32,7 +42,8 @@ accepts it.
 
 The structure used is that of guillotine cuts (P. C. Gilmore and R. E. Gomory, "Multistage cutting
 stock problems of two and more dimensions", Operations Research 13(1), 1965): a cut along the time
-axis is an instant nothing crosses, one along the address axis a layer.
+axis is an instant nothing crosses, one along the address axis a layer; a rectangle is a node of a
+cut's tree below a non-guillotine block.
 
 Complexity: an integer program per split (its cost is the solver's: 0.02-2 s on blocks of 300-5,000
 buffers), O(n log n) per block for the cuts, then the leaves' looks.
@@ -66,9 +77,21 @@ LEAF_MAX_ROWS = 1200
 # with partial plans, a leaf that its look does not plan within its height gets a plan from best in
 # this many seconds (at most what is left to the deadline; with none left, the attempt ends)
 FALLBACK_S = 0.25
+# a block of more than RECTANGLE_MIN_ROWS buffers with no layer is searched for a rectangle
+# (find_rectangle) for at most RECTANGLE_S seconds: windows that end at the RECTANGLE_WINDOWS instants
+# where the most bytes end or start, up to RECTANGLE_SEEDS programs per window. (Smaller blocks: the
+# leaves' looks plan fine cuts of a few hundred buffers at once. A fine cut of 5,000 buffers,
+# rectangle_cut(5000, seed=3, cells_per_buffer=1024): a leaf of 1,012 merged buffers, a pinwheel
+# block whose pieces were cut further, failed its look; 8 rectangles took 0.4 s and the whole was
+# planned at the bound in 2.9 s)
+RECTANGLE_MIN_ROWS = 300
+RECTANGLE_S = 1.0
+RECTANGLE_WINDOWS = 8
+RECTANGLE_SEEDS = 2
 # the cuts get this share of the time to the deadline (the leaves' looks the rest): where a block
-# too large for the look stays whole, the attempt ends there
-SPLIT_SHARE = 0.25
+# too large for the look stays whole, the attempt ends there. (That fine cut took 195 programs,
+# 1.9-2.3 s: at 0.25 of best's layers' window at time_limit=20, its cuts stopped at a block of 822)
+SPLIT_SHARE = 0.5
 
 
 def available() -> bool:
@@ -152,11 +175,107 @@ def find_layer(starts, ends, sizes, seed_row: int, time_limit: float):
     return chosen if chosen[seed_row] and _balanced(starts, ends, sizes, chosen) else None
 
 
+def _rectangle(starts, ends, sizes, chosen):
+    """``(start, end, height)`` where the chosen buffers (at least two, not all) take ``height``
+    bytes at ``start`` and free them at ``end``, and free as many bytes as they take at every other
+    instant (in integers: their bytes alive are ``height`` over ``[start, end)`` and none outside);
+    None otherwise."""
+    k = int(np.count_nonzero(chosen))
+    if k < 2 or k == len(sizes):
+        return None
+    times = np.unique(np.concatenate([starts, ends]))
+    net = np.zeros(len(times), dtype=np.int64)
+    np.add.at(net, np.searchsorted(times, starts[chosen]), sizes[chosen])
+    np.add.at(net, np.searchsorted(times, ends[chosen]), -sizes[chosen])
+    moves = np.flatnonzero(net)
+    if len(moves) != 2 or net[moves[0]] <= 0:
+        return None
+    return int(times[moves[0]]), int(times[moves[1]]), int(net[moves[0]])
+
+
+def _instants(times, sizes, skip):
+    """The distinct ``times`` but ``skip``, the most bytes (of ``sizes``) at them first (ties: the
+    earlier first), at most ``RECTANGLE_WINDOWS``."""
+    at, where = np.unique(times, return_inverse=True)
+    weight = np.bincount(where, weights=sizes.astype(np.float64))
+    order = np.lexsort((at, -weight))
+    return [int(t) for t in at[order] if t != skip][:RECTANGLE_WINDOWS]
+
+
+def find_rectangle(starts, ends, sizes, rng, time_limit: float):
+    """A rectangle of the block, or None.
+
+    A rectangle is a set of at least two buffers (not all of them) whose bytes alive are the same
+    at every instant of a window ``[start, end)`` inside the block and zero outside it: the chosen
+    buffers take ``h`` bytes at ``start``, free them at ``end``, and free as many as they take at
+    every instant between. Where a tiling of the block has them in a band ``[y, y + h)`` of that
+    window, they can be planned apart, within ``h``, and stand in the rest of the block as one
+    buffer ``[start, end) x h``. Layers (:func:`find_layer`) are the rectangles whose window is the
+    block's span; the pieces of a pinwheel block (``dsa.generate.rectangle_cut``), which has no
+    layer, are rectangles whose windows end where many bytes end or start.
+
+    So the windows tried end at the ``RECTANGLE_WINDOWS`` instants where the most bytes end, and
+    start at those where the most start (or at the block's ends):
+
+    - windows between two such instants: the buffers alive within the window, where they are a
+      rectangle (no program);
+    - windows from the block's start to such an end (from such a start to the block's end): the
+      smallest layer (:func:`find_layer`) of the buffers alive within the window holding a buffer
+      that ends (starts) at that instant (up to ``RECTANGLE_SEEDS`` of them, drawn with ``rng``),
+      the windows with the most bytes first, while ``time_limit`` allows.
+
+    Parameters
+    ----------
+    starts, ends, sizes : arrays of int
+    rng : numpy.random.Generator
+    time_limit : float
+        Seconds for the integer programs, in all.
+
+    Returns
+    -------
+    (array of bool, int, int, int) or None
+        The chosen buffers, the window's start and end, and its height ``h``, checked in integers.
+    """
+    deadline = time.perf_counter() + time_limit
+    t0, t1 = int(starts.min()), int(ends.max())
+    closing, opening = _instants(ends, sizes, t1), _instants(starts, sizes, t0)
+    for a in [t0] + opening:
+        for b in closing + [t1]:
+            if a < b and (a, b) != (t0, t1):
+                inside = (starts >= a) & (ends <= b)
+                window = _rectangle(starts, ends, sizes, inside)
+                if window is not None:
+                    return (inside, *window)
+    tried = sorted([(b, True) for b in closing] + [(a, False) for a in opening],
+                   key=lambda c: -int(sizes[(ends if c[1] else starts) == c[0]].sum()))
+    for at, prefix in tried:
+        inside = np.flatnonzero(ends <= at if prefix else starts >= at)
+        touching = np.flatnonzero((ends[inside] if prefix else starts[inside]) == at)
+        for seed_row in rng.permutation(touching)[:RECTANGLE_SEEDS]:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                return None
+            layer = find_layer(starts[inside], ends[inside], sizes[inside], int(seed_row), min(LAYER_S, left))
+            if layer is None or np.count_nonzero(layer) < 2:
+                continue
+            chosen = np.zeros(len(sizes), dtype=bool)
+            chosen[inside[layer]] = True
+            window = _rectangle(starts, ends, sizes, chosen)
+            if window is not None:
+                return (chosen, *window)
+    return None
+
+
 class Leaf(NamedTuple):
     """A block of :func:`split` to be planned within ``[base, base + height)``: ``rows`` of the
     problem, merged into the buffers ``starts``, ``ends``, ``sizes`` (:mod:`dsa.strategies._contract`;
     one per row where nothing merged), row ``rows[i]`` at ``offsets[node[i]] + rel[i]`` for a plan
-    ``offsets`` of those buffers."""
+    ``offsets`` of those buffers.
+
+    Where a rectangle was cut out of a block (:func:`find_rectangle`), it stands in the rest as one
+    buffer, named by an id past the problem's rows (``len(problem) + k`` for the ``k``-th rectangle)
+    among ``rows``; the leaves cut from the rectangle have that id as ``anchor``, and their ``base``
+    is counted from the rectangle's offset (-1: from 0)."""
 
     rows: np.ndarray
     base: int
@@ -166,29 +285,50 @@ class Leaf(NamedTuple):
     sizes: np.ndarray
     node: np.ndarray
     rel: np.ndarray
+    anchor: int = -1
 
     def expand(self, offsets):
-        """Offsets of ``rows`` from a plan of the leaf's buffers (within ``[0, height)``)."""
+        """Offsets of ``rows`` from a plan of the leaf's buffers (within ``[0, height)``), counted
+        from the anchor's offset."""
         return self.base + np.asarray(offsets, dtype=np.int64)[self.node] + self.rel
 
 
 class _Buffers:
     """The buffers of the blocks being cut: the problem's rows, then merged ones (each a list of rows
-    with their offsets inside it)."""
+    with their offsets inside it) and rectangles (each one id past the problem's rows)."""
 
-    def __init__(self, problem, rows):
+    def __init__(self, problem, rows, first_virtual=None):
         rows = np.asarray(rows, dtype=np.int64)
         n = len(rows)
-        # (a merge replaces two or more buffers by one: at most n - 1 are ever added)
-        self.starts, self.ends, self.sizes = (np.zeros(2 * n, dtype=np.int64) for _ in range(3))
+        self.starts, self.ends, self.sizes = (np.zeros(2 * n + 1, dtype=np.int64) for _ in range(3))
         self.starts[:n], self.ends[:n] = problem.starts[rows], problem.ends[rows]
         self.sizes[:n] = problem.sizes[rows]
         self.count = n
         self.rows = [np.array([r]) for r in rows]
         self.rel = [np.zeros(1, dtype=np.int64) for _ in rows]
+        self.first_virtual = len(problem) if first_virtual is None else int(first_virtual)
+        self.rectangles = 0
 
     def arrays(self, block):
         return self.starts[block], self.ends[block], self.sizes[block]
+
+    def add(self, start, end, size, rows, rel) -> int:
+        """A new buffer's id."""
+        k = self.count
+        if k == len(self.sizes):
+            self.starts, self.ends, self.sizes = (np.concatenate([a, np.zeros_like(a)])
+                                                  for a in (self.starts, self.ends, self.sizes))
+        self.starts[k], self.ends[k], self.sizes[k] = start, end, size
+        self.rows.append(rows)
+        self.rel.append(rel)
+        self.count += 1
+        return k
+
+    def rectangle(self, start, end, size):
+        """A buffer standing for a rectangle cut out of a block: ``(its id, its row id)``."""
+        virtual = self.first_virtual + self.rectangles
+        self.rectangles += 1
+        return self.add(start, end, size, np.array([virtual]), np.zeros(1, dtype=np.int64)), virtual
 
     def contract(self, block, deadline, stats):
         """``block`` with its merges made (:func:`dsa.strategies._contract.contract`): new ids."""
@@ -208,22 +348,20 @@ class _Buffers:
             if len(where) == 1 and c.rel[where[0]] == 0:
                 out.append(int(block[where[0]]))      # (not merged: the same buffer)
                 continue
-            k = self.count
-            self.starts[k], self.ends[k], self.sizes[k] = c.starts[j], c.ends[j], c.sizes[j]
-            self.rows.append(np.concatenate([self.rows[block[i]] for i in where]))
-            self.rel.append(np.concatenate([self.rel[block[i]] + c.rel[i] for i in where]))
-            self.count += 1
-            out.append(k)
+            out.append(self.add(c.starts[j], c.ends[j], c.sizes[j],
+                                np.concatenate([self.rows[block[i]] for i in where]),
+                                np.concatenate([self.rel[block[i]] + c.rel[i] for i in where])))
         return np.asarray(out, dtype=np.int64)
 
-    def leaf(self, block, base, high) -> Leaf:
+    def leaf(self, block, base, high, anchor=-1) -> Leaf:
         starts, ends, sizes = self.arrays(block)
         counts = [len(self.rows[k]) for k in block]
         return Leaf(np.concatenate([self.rows[k] for k in block]), int(base), int(high), starts, ends, sizes,
-                    np.repeat(np.arange(len(block)), counts), np.concatenate([self.rel[k] for k in block]))
+                    np.repeat(np.arange(len(block)), counts), np.concatenate([self.rel[k] for k in block]),
+                    int(anchor))
 
 
-def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows=None):
+def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows=None, first_virtual=None):
     """Cut a block into :class:`Leaf` s: each to be planned within ``[leaf.base, leaf.base +
     leaf.height)``, so that plans of all the leaves make a plan of the block within ``height``.
 
@@ -232,75 +370,162 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
     leaves of their own; with ``CONTRACT``, groups of buffers are merged where every plan within the
     height makes them, or a pinwheel suggests it (:func:`dsa.strategies._contract.contract`); then a
     layer (:func:`find_layer`, up to ``SEEDS`` seeds, while ``deadline`` allows) goes below the rest,
-    and both are cut again, the largest block first. With ``max_rows``, None comes back as soon as a
-    block of more buffers than that stays whole. ``stats`` (a dict) counts ``layers``,
-    ``layer_programs`` and the merges by kind (``merged_chain``, ``merged_stack``,
+    and both are cut again, the largest block first. In a block of more than ``RECTANGLE_MIN_ROWS``
+    buffers with no layer, a rectangle (:func:`find_rectangle`) becomes a block of its own, planned
+    from the offset of one buffer that stands for it in the rest (the leaves cut from it have that
+    buffer's id as ``anchor``: ``first_virtual`` for the first rectangle, default ``len(problem)``,
+    then the next ids). With ``max_rows``, None comes back as soon as a block of more buffers than
+    that stays whole. ``stats`` (a dict) counts ``layers``, ``rectangles``, ``layer_programs`` (a
+    rectangle's search counts as one) and the merges by kind (``merged_chain``, ``merged_stack``,
     ``merged_pinwheel``) and sums ``layer_s``.
     """
     import heapq
 
-    buffers = _Buffers(problem, rows)
+    buffers = _Buffers(problem, rows, first_virtual)
     leaves = []
-    stack = []          # a heap of blocks, the largest first: (-buffers, count, ids, base, height, merged)
+    # a heap of blocks, the largest first: (-buffers, count, ids, base, height, merged, anchor)
+    stack = []
     count = 0
 
-    def push(block, base, high, merged=False):
+    def push(block, base, high, anchor, merged=False):
         nonlocal count
-        heapq.heappush(stack, (-len(block), count, block, base, high, merged))
+        heapq.heappush(stack, (-len(block), count, block, base, high, merged, anchor))
         count += 1
 
-    def leaf(block, base, high):
-        leaves.append(buffers.leaf(block, base, high))
+    def leaf(block, base, high, anchor):
+        leaves.append(buffers.leaf(block, base, high, anchor))
         return max_rows is not None and len(block) > max_rows
 
-    push(np.arange(len(rows)), 0, int(height))
+    def program(find, *args):
+        # (one integer program, counted; None once the deadline has passed)
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return None
+        began = time.perf_counter()
+        out = find(*args, min(LAYER_S if find is find_layer else RECTANGLE_S, left))
+        if stats is not None:
+            stats["layer_programs"] = stats.get("layer_programs", 0) + 1
+            stats["layer_s"] = stats.get("layer_s", 0.0) + time.perf_counter() - began
+        return out
+
+    push(np.arange(len(rows)), 0, int(height), -1)
     while stack:
-        _, _, block, base, high, merged = heapq.heappop(stack)
+        _, _, block, base, high, merged, anchor = heapq.heappop(stack)
         starts, ends, sizes = buffers.arrays(block)
         spans = _spans(starts, ends)
         if len(spans) > 1:
             for span in spans:
-                push(block[span], base, high)
+                push(block[span], base, high, anchor)
             continue
         if len(block) <= LEAF_ROWS:
-            leaf(block, base, high)
+            leaf(block, base, high, anchor)
             continue
         whole = (starts == starts.min()) & (ends == ends.max())
         if whole.any():
             for k in np.flatnonzero(whole):
-                leaf(block[[k]], base, int(sizes[k]))
+                leaf(block[[k]], base, int(sizes[k]), anchor)
                 base += int(sizes[k])
                 high -= int(sizes[k])
             if not whole.all():
-                push(block[~whole], base, high)
+                push(block[~whole], base, high, anchor)
             continue
         if CONTRACT and not merged:
             fewer = buffers.contract(block, deadline, stats)
-            push(fewer, base, high, merged=True)
+            push(fewer, base, high, anchor, merged=True)
             continue
         layer = None
         for seed_row in rng.permutation(len(block))[:SEEDS]:
-            left = deadline - time.perf_counter()
-            if left <= 0:
-                break
-            began = time.perf_counter()
-            layer = find_layer(starts, ends, sizes, int(seed_row), min(LAYER_S, left))
-            if stats is not None:
-                stats["layer_programs"] = stats.get("layer_programs", 0) + 1
-                stats["layer_s"] = stats.get("layer_s", 0.0) + time.perf_counter() - began
+            layer = program(find_layer, starts, ends, sizes, int(seed_row))
             if layer is not None:
                 break
-        if layer is None:
-            if leaf(block, base, high):
+        if layer is not None:
+            if stats is not None:
+                stats["layers"] = stats.get("layers", 0) + 1
+            # (the layer's bytes alive, the same at every instant: those alive at its first one)
+            low = int(sizes[layer & (starts == starts.min())].sum())
+            push(block[layer], base, low, anchor)
+            push(block[~layer], base + low, high - low, anchor)
+            continue
+        cut = program(find_rectangle, starts, ends, sizes, rng) if len(block) > RECTANGLE_MIN_ROWS else None
+        if cut is None:
+            if leaf(block, base, high, anchor):
                 return None
             continue
         if stats is not None:
-            stats["layers"] = stats.get("layers", 0) + 1
-        # (the layer's bytes alive, the same at every instant: those alive at its first one)
-        low = int(sizes[layer & (starts == starts.min())].sum())
-        push(block[layer], base, low)
-        push(block[~layer], base + low, high - low)
+            stats["rectangles"] = stats.get("rectangles", 0) + 1
+        # the rectangle's buffers become a block of their own, planned from the offset of the one
+        # buffer that stands for them in the rest
+        chosen, start, end, low = cut
+        k, virtual = buffers.rectangle(start, end, low)
+        push(block[chosen], 0, low, virtual)
+        push(np.append(block[~chosen], k), base, high, anchor)
     return leaves
+
+
+def _place(problem, leaves, plans, excess):
+    """The problem's rows in the leaves and their offsets, from the leaves' plans: ``(rows,
+    offsets)``, or None where a leaf's anchor is in no leaf.
+
+    Each leaf's band starts ``leaf.base`` above its anchor's offset (above 0 without one); a leaf
+    whose plan reaches ``excess`` above its band gets room: where its band ends, a band of that height
+    is opened across the whole plan (everything at or above that level moves up, save the leaf and
+    what its rectangles hold). Opening a band keeps apart any two buffers that were apart, so the
+    plan stays valid; inner leaves open theirs first, and a band opened inside a leaf's band makes
+    it as much taller."""
+    first = len(problem)
+    ids = np.concatenate([leaf.rows for leaf in leaves])
+    owner = np.full(int(ids.max()) + 1, -1, dtype=np.int64)
+    for i, leaf in enumerate(leaves):
+        owner[leaf.rows] = i
+    parent = [-1 if leaf.anchor < 0 else int(owner[leaf.anchor]) for leaf in leaves]
+    if any(leaf.anchor >= 0 and p < 0 for leaf, p in zip(leaves, parent)):
+        return None
+    depth, order, seen = [0] * len(leaves), [], set()
+    for i in range(len(leaves)):           # (parents before children)
+        chain, j = [], i
+        while j >= 0 and j not in seen:
+            chain.append(j)
+            seen.add(j)
+            j = parent[j]
+        order += reversed(chain)
+    pos = np.zeros(len(owner), dtype=np.int64)
+    base = np.zeros(len(leaves), dtype=np.int64)
+    for i in order:
+        leaf = leaves[i]
+        p = parent[i]
+        depth[i] = 0 if p < 0 else depth[p] + 1
+        base[i] = leaf.base + (0 if p < 0 else pos[leaf.anchor])
+        pos[leaf.rows] = leaf.expand(plans[i]) + (base[i] - leaf.base)
+    failed = sorted((i for i in range(len(leaves)) if excess[i] > 0), key=lambda i: -depth[i])
+    if failed:
+        sizes = np.zeros(len(owner), dtype=np.int64)
+        real = ids[ids < first]
+        sizes[real] = problem.sizes[real]
+        top = base + np.array([leaf.height for leaf in leaves], dtype=np.int64)
+        below = [[] for _ in leaves]
+        for i, p in enumerate(parent):
+            if p >= 0:
+                below[p].append(i)
+        for f in failed:
+            family, todo = [], [f]
+            while todo:
+                i = todo.pop()
+                family.append(leaves[i].rows)
+                todo += below[i]
+            inside = np.zeros(len(owner), dtype=bool)
+            inside[np.concatenate(family)] = True
+            extra = int((pos[inside] + sizes[inside]).max()) - int(top[f])
+            if extra <= 0:
+                continue
+            level = int(top[f])
+            pos[~inside & (pos >= level)] += extra
+            grown = (base < level) & (top >= level)
+            top[grown] += extra
+            moved = base >= level
+            base[moved] += extra
+            top[moved] += extra
+    real = ids[ids < first]
+    return real, pos[real]
 
 
 def _fallback(leaf: Leaf, seconds: float, seed=None):
@@ -336,9 +561,10 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     ``deadline``; the first that fails ends the attempt (None). With ``partial``, each leaf's look
     gets a share of the time left (the square root of its share of the buffers left), and a leaf not
     planned within its height is planned by ``best`` for ``FALLBACK_S`` seconds (none past
-    ``deadline``: then the attempt ends), above its band: the leaves above it move up by as much.
-    The result is then a plan above
-    ``cap`` when lower than ``offsets``' peak (None otherwise).
+    ``deadline``: then the attempt ends), above its band, and a band as high as it reaches above
+    its own is opened across the plan there (:func:`_place`). The result is then a plan above
+    ``cap`` when lower than ``offsets``' peak (None otherwise). Leaves cut from a rectangle are
+    placed from the offset that the plan of the leaf holding it gives it.
 
     Parameters
     ----------
@@ -350,8 +576,8 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
         A ``time.perf_counter()`` value.
     seed : int, optional
     stats : dict, optional
-        Gets ``layers`` (splits made), ``layer_programs``, ``layer_s`` (the integer programs'
-        seconds), ``merged_chain``, ``merged_stack`` and ``merged_pinwheel`` (merges made),
+        Gets ``layers`` and ``rectangles`` (splits made), ``layer_programs``, ``layer_s`` (the
+        integer programs' seconds), ``merged_chain``, ``merged_stack`` and ``merged_pinwheel`` (merges made),
         ``layer_leaves`` and ``layer_rows`` (the largest leaf's buffers, once merged), and
         ``layer_failed`` (leaves planned above their bands).
     partial : bool, default False
@@ -383,7 +609,10 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     cutting = now + SPLIT_SHARE * max(0.0, deadline - now)
     leaves = []
     for rows in periods:
-        cut = split(problem, rows, cap, cutting, rng, stats, max_rows=LEAF_MAX_ROWS)
+        # (the rectangles of each period get ids of their own)
+        ids = [leaf.rows.max() for leaf in leaves]
+        first = max(len(problem), 1 + max(ids, default=0))
+        cut = split(problem, rows, cap, cutting, rng, stats, max_rows=LEAF_MAX_ROWS, first_virtual=first)
         if cut is None:
             return None                   # a block too large for the look stays whole
         leaves += cut
@@ -412,16 +641,15 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
                 return None
         plans.append(look)
         excess.append(max(0, int((look + leaf.sizes).max()) - leaf.height))
-    failed = [(leaf.base + leaf.height, extra) for leaf, extra in zip(leaves, excess) if extra > 0]
-    stats["layer_failed"] = len(failed)
-    for leaf, look in zip(leaves, plans):
-        # a leaf above one that reaches above its band moves up by as much (bands below or beside
-        # it keep their place: no two leaves alive together come to overlap)
-        out[leaf.rows] = leaf.expand(look) + sum(extra for top, extra in failed if leaf.base >= top)
+    stats["layer_failed"] = sum(1 for extra in excess if extra > 0)
+    placed = _place(problem, leaves, plans, excess)
+    if placed is None:
+        return None
+    out[placed[0]] = placed[1]
     try:
         validate(problem, out)
     except InvalidPlanError:
         return None
-    if failed:
+    if stats["layer_failed"]:
         return out if plan_peak(problem, out) < plan_peak(problem, offsets) else None
     return out if all(plan_peak(problem, out, rows) <= cap for rows in periods) else None
