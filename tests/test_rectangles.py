@@ -181,3 +181,14 @@ def test_rectangles_of_two_periods_keep_ids_of_their_own(monkeypatch):
     assert out is not None and stats["rectangles"] >= 8
     dsa.validate(p, out)
     assert plan_peak(p, out) == cap
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_rest_of_a_block_with_no_layer_has_none(seed):
+    # (why split does not look for layers in what a rectangle leaves of a block without one)
+    p, _, _ = pinwheel_of_pieces(seed)
+    chosen, start, end, height = layers.find_rectangle(p.starts, p.ends, p.sizes, np.random.default_rng(seed), 5.0)
+    starts = np.append(p.starts[~chosen], start)
+    ends = np.append(p.ends[~chosen], end)
+    sizes = np.append(p.sizes[~chosen], height)
+    assert all(layers.find_layer(starts, ends, sizes, k, 5.0) is None for k in range(len(sizes)))

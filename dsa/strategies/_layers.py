@@ -246,8 +246,9 @@ def find_rectangle(starts, ends, sizes, rng, time_limit: float):
                 window = _rectangle(starts, ends, sizes, inside)
                 if window is not None:
                     return (inside, *window)
+    # (the windows holding the fewest buffers first: their programs are the quickest)
     tried = sorted([(b, True) for b in closing] + [(a, False) for a in opening],
-                   key=lambda c: -int(sizes[(ends if c[1] else starts) == c[0]].sum()))
+                   key=lambda c: int(np.count_nonzero(ends <= c[0] if c[1] else starts >= c[0])))
     for at, prefix in tried:
         inside = np.flatnonzero(ends <= at if prefix else starts >= at)
         touching = np.flatnonzero((ends[inside] if prefix else starts[inside]) == at)
@@ -383,13 +384,13 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
 
     buffers = _Buffers(problem, rows, first_virtual)
     leaves = []
-    # a heap of blocks, the largest first: (-buffers, count, ids, base, height, merged, anchor)
+    # a heap of blocks, the largest first: (-buffers, count, ids, base, height, merged, anchor, layered)
     stack = []
     count = 0
 
-    def push(block, base, high, anchor, merged=False):
+    def push(block, base, high, anchor, merged=False, layered=True):
         nonlocal count
-        heapq.heappush(stack, (-len(block), count, block, base, high, merged, anchor))
+        heapq.heappush(stack, (-len(block), count, block, base, high, merged, anchor, layered))
         count += 1
 
     def leaf(block, base, high, anchor):
@@ -410,7 +411,7 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
 
     push(np.arange(len(rows)), 0, int(height), -1)
     while stack:
-        _, _, block, base, high, merged, anchor = heapq.heappop(stack)
+        _, _, block, base, high, merged, anchor, layered = heapq.heappop(stack)
         starts, ends, sizes = buffers.arrays(block)
         spans = _spans(starts, ends)
         if len(spans) > 1:
@@ -431,10 +432,10 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
             continue
         if CONTRACT and not merged:
             fewer = buffers.contract(block, deadline, stats)
-            push(fewer, base, high, anchor, merged=True)
+            push(fewer, base, high, anchor, merged=True, layered=layered)
             continue
         layer = None
-        for seed_row in rng.permutation(len(block))[:SEEDS]:
+        for seed_row in rng.permutation(len(block))[:SEEDS if layered else 0]:
             layer = program(find_layer, starts, ends, sizes, int(seed_row))
             if layer is not None:
                 break
@@ -458,7 +459,9 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
         chosen, start, end, low = cut
         k, virtual = buffers.rectangle(start, end, low)
         push(block[chosen], 0, low, virtual)
-        push(np.append(block[~chosen], k), base, high, anchor)
+        # (the rest has no layer either: one would be a layer of the block, the rectangle's buffers
+        # in place of the one standing for them; merges of the rest are unions of its buffers too)
+        push(np.append(block[~chosen], k), base, high, anchor, layered=False)
     return leaves
 
 
