@@ -6,8 +6,11 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dsa
+from dsa.generate import rectangle_cut
 from dsa.solution import plan_peak
 from dsa.strategies import _layers as layers
 from dsa.strategies import _skyline
@@ -192,3 +195,27 @@ def test_the_rest_of_a_block_with_no_layer_has_none(seed):
     ends = np.append(p.ends[~chosen], end)
     sizes = np.append(p.sizes[~chosen], height)
     assert all(layers.find_layer(starts, ends, sizes, k, 5.0) is None for k in range(len(sizes)))
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(40, 160), seed=st.integers(0, 10_000), pinwheel=st.sampled_from([0.3, 0.7, 1.0]),
+       cells=st.sampled_from([16, 256, 1024]), partial=st.booleans())
+def test_any_cut_with_rectangles_partitions_the_rows_and_any_plan_is_valid(n, seed, pinwheel, cells, partial):
+    p = rectangle_cut(n, seed=seed, pinwheel=pinwheel, cells_per_buffer=cells)
+    cap = dsa.load(p)
+    old = (layers.RECTANGLE_MIN_ROWS, layers.CONTRACT)
+    layers.RECTANGLE_MIN_ROWS = 0                 # (rectangles in every block with no layer)
+    try:
+        leaves = layers.split(p, np.arange(len(p)), cap, time.perf_counter() + 30, np.random.default_rng(seed))
+        ids = np.concatenate([leaf.rows for leaf in leaves])
+        assert np.sort(ids[ids < len(p)]).tolist() == list(range(len(p)))
+        virtual = ids[ids >= len(p)]
+        assert len(set(virtual.tolist())) == len(virtual)          # each rectangle in one leaf
+        assert {leaf.anchor for leaf in leaves if leaf.anchor >= 0} == set(virtual.tolist())  # each holds a leaf
+        start = np.cumsum(p.sizes) - p.sizes
+        out = layers.plan(p, start, cap, time.perf_counter() + 30, seed=seed, partial=partial)
+        if out is not None:
+            dsa.validate(p, out)
+            assert plan_peak(p, out) == cap or (partial and plan_peak(p, out) < plan_peak(p, start))
+    finally:
+        layers.RECTANGLE_MIN_ROWS, layers.CONTRACT = old
