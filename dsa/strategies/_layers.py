@@ -46,7 +46,9 @@ axis is an instant nothing crosses, one along the address axis a layer; a rectan
 cut's tree below a non-guillotine block.
 
 Complexity: an integer program per split (its cost is the solver's: 0.02-2 s on blocks of 300-5,000
-buffers), O(n log n) per block for the cuts, then the leaves' looks.
+buffers), O(n log n) per block for the cuts, then the leaves' looks. A rectangle's search checks
+``(RECTANGLE_WINDOWS + 1) ** 2`` windows in O(n log n) each, then runs up to ``RECTANGLE_SEEDS``
+programs in each of ``2 * RECTANGLE_WINDOWS`` windows, for at most ``RECTANGLE_S`` seconds.
 """
 from __future__ import annotations
 
