@@ -377,7 +377,7 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
     buffers with no layer, a rectangle (:func:`find_rectangle`) becomes a block of its own, planned
     from the offset of one buffer that stands for it in the rest (the leaves cut from it have that
     buffer's id as ``anchor``: ``first_virtual`` for the first rectangle, default ``len(problem)``,
-    then the next ids). With ``max_rows``, None comes back as soon as a block of more buffers than
+    then the next ids); no layer is looked for in the rest. With ``max_rows``, None comes back as soon as a block of more buffers than
     that stays whole. ``stats`` (a dict) counts ``layers``, ``rectangles``, ``layer_programs`` (a
     rectangle's search counts as one) and the merges by kind (``merged_chain``, ``merged_stack``,
     ``merged_pinwheel``) and sums ``layer_s``.
@@ -461,8 +461,9 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
         chosen, start, end, low = cut
         k, virtual = buffers.rectangle(start, end, low)
         push(block[chosen], 0, low, virtual)
-        # (the rest has no layer either: one would be a layer of the block, the rectangle's buffers
-        # in place of the one standing for them; merges of the rest are unions of its buffers too)
+        # (no layer is looked for in the rest: one would be a layer of the block, the rectangle's
+        # buffers in place of the one standing for them, and none was found there; merges of the rest
+        # are unions of its buffers too)
         push(np.append(block[~chosen], k), base, high, anchor, layered=False)
     return leaves
 
