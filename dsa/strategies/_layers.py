@@ -58,7 +58,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["plan", "available", "find_layer", "split", "Leaf"]
+__all__ = ["plan", "available", "find_layer", "find_rectangle", "split", "Leaf"]
 
 # a split's integer program gets at most this many seconds (and never past the deadline) ...
 LAYER_S = 0.5
@@ -113,19 +113,24 @@ def _spans(starts, ends):
     return rows_by_label(period_labels(starts, ends))
 
 
+def _net(starts, ends, sizes, chosen):
+    """``(times, net)``: the block's distinct instants, and at each the bytes the chosen buffers
+    take there less those they free (in integers)."""
+    times = np.unique(np.concatenate([starts, ends]))
+    net = np.zeros(len(times), dtype=np.int64)
+    np.add.at(net, np.searchsorted(times, starts[chosen]), sizes[chosen])
+    np.add.at(net, np.searchsorted(times, ends[chosen]), -sizes[chosen])
+    return times, net
+
+
 def _balanced(starts, ends, sizes, chosen) -> bool:
     """Whether the chosen buffers free as many bytes as they take at every instant inside the
     block (in integers), and are neither none nor all."""
     k = int(np.count_nonzero(chosen))
     if k == 0 or k == len(sizes):
         return False
-    t0, t1 = starts.min(), ends.max()
-    times = np.unique(np.concatenate([starts, ends]))
-    net = np.zeros(len(times), dtype=np.int64)
-    s, e, z = starts[chosen], ends[chosen], sizes[chosen]
-    np.add.at(net, np.searchsorted(times, s), z)
-    np.add.at(net, np.searchsorted(times, e), -z)
-    inside = (times > t0) & (times < t1)
+    times, net = _net(starts, ends, sizes, chosen)
+    inside = (times > starts.min()) & (times < ends.max())
     return not np.any(net[inside])
 
 
@@ -185,10 +190,7 @@ def _rectangle(starts, ends, sizes, chosen):
     k = int(np.count_nonzero(chosen))
     if k < 2 or k == len(sizes):
         return None
-    times = np.unique(np.concatenate([starts, ends]))
-    net = np.zeros(len(times), dtype=np.int64)
-    np.add.at(net, np.searchsorted(times, starts[chosen]), sizes[chosen])
-    np.add.at(net, np.searchsorted(times, ends[chosen]), -sizes[chosen])
+    times, net = _net(starts, ends, sizes, chosen)
     moves = np.flatnonzero(net)
     if len(moves) != 2 or net[moves[0]] <= 0:
         return None
@@ -224,7 +226,8 @@ def find_rectangle(starts, ends, sizes, rng, time_limit: float):
     - windows from the block's start to such an end (from such a start to the block's end): the
       smallest layer (:func:`find_layer`) of the buffers alive within the window holding a buffer
       that ends (starts) at that instant (up to ``RECTANGLE_SEEDS`` of them, drawn with ``rng``),
-      the windows with the most bytes first, while ``time_limit`` allows.
+      the windows holding the fewest buffers first (their programs are the quickest), while
+      ``time_limit`` allows.
 
     Parameters
     ----------
@@ -399,13 +402,13 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
         leaves.append(buffers.leaf(block, base, high, anchor))
         return max_rows is not None and len(block) > max_rows
 
-    def program(find, *args):
-        # (one integer program, counted; None once the deadline has passed)
+    def program(find, limit, *args):
+        # (one search, up to `limit` seconds, counted; None once the deadline has passed)
         left = deadline - time.perf_counter()
         if left <= 0:
             return None
         began = time.perf_counter()
-        out = find(*args, min(LAYER_S if find is find_layer else RECTANGLE_S, left))
+        out = find(*args, min(limit, left))
         if stats is not None:
             stats["layer_programs"] = stats.get("layer_programs", 0) + 1
             stats["layer_s"] = stats.get("layer_s", 0.0) + time.perf_counter() - began
@@ -438,7 +441,7 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
             continue
         layer = None
         for seed_row in rng.permutation(len(block))[:SEEDS if layered else 0]:
-            layer = program(find_layer, starts, ends, sizes, int(seed_row))
+            layer = program(find_layer, LAYER_S, starts, ends, sizes, int(seed_row))
             if layer is not None:
                 break
         if layer is not None:
@@ -449,7 +452,7 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
             push(block[layer], base, low, anchor)
             push(block[~layer], base + low, high - low, anchor)
             continue
-        cut = program(find_rectangle, starts, ends, sizes, rng) if len(block) > RECTANGLE_MIN_ROWS else None
+        cut = program(find_rectangle, RECTANGLE_S, starts, ends, sizes, rng) if len(block) > RECTANGLE_MIN_ROWS else None
         if cut is None:
             if leaf(block, base, high, anchor):
                 return None
@@ -478,8 +481,8 @@ def _place(problem, leaves, plans, excess):
     what its rectangles hold). Opening a band keeps apart any two buffers that were apart, so the
     plan stays valid; inner leaves open theirs first, and a band opened inside a leaf's band makes
     it as much taller."""
-    first = len(problem)
     ids = np.concatenate([leaf.rows for leaf in leaves])
+    real = ids[ids < len(problem)]
     owner = np.full(int(ids.max()) + 1, -1, dtype=np.int64)
     for i, leaf in enumerate(leaves):
         owner[leaf.rows] = i
@@ -505,7 +508,6 @@ def _place(problem, leaves, plans, excess):
     failed = sorted((i for i in range(len(leaves)) if excess[i] > 0), key=lambda i: -depth[i])
     if failed:
         sizes = np.zeros(len(owner), dtype=np.int64)
-        real = ids[ids < first]
         sizes[real] = problem.sizes[real]
         top = base + np.array([leaf.height for leaf in leaves], dtype=np.int64)
         below = [[] for _ in leaves]
@@ -530,7 +532,6 @@ def _place(problem, leaves, plans, excess):
             moved = base >= level
             base[moved] += extra
             top[moved] += extra
-    real = ids[ids < first]
     return real, pos[real]
 
 
@@ -614,14 +615,13 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     now = time.perf_counter()
     cutting = now + SPLIT_SHARE * max(0.0, deadline - now)
     leaves = []
+    first = len(problem)                  # (the rectangles of each period get ids of their own)
     for rows in periods:
-        # (the rectangles of each period get ids of their own)
-        ids = [leaf.rows.max() for leaf in leaves]
-        first = max(len(problem), 1 + max(ids, default=0))
         cut = split(problem, rows, cap, cutting, rng, stats, max_rows=LEAF_MAX_ROWS, first_virtual=first)
         if cut is None:
             return None                   # a block too large for the look stays whole
         leaves += cut
+        first = max(first, 1 + max(int(leaf.rows.max()) for leaf in cut))
     if len(leaves) == len(periods) and all(len(leaf.sizes) == len(leaf.rows) for leaf in leaves):
         return None                       # nothing cut or merged: the look at the whole does the same
     leaves.sort(key=lambda leaf: -len(leaf.sizes))

@@ -578,10 +578,11 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
         share = LAYERS_SHARE if movable > BOUND_LOOK_MAX_ROWS else LAYERS_SMALL_SHARE * BOUND_LOOK_SHARE
         out = _layers.plan(problem, offsets, target, began + share * left, seed=seed, stats=stats,
                            partial=LAYERS_PARTIAL)
-        if out is not None and plan_peak(problem, out) > target:
+        peak = None if out is None else int(plan_peak(problem, out))
+        if peak is not None and peak > target:
             lower, out = out, None        # (some leaves above their bands: a lower plan, not the bound)
             if stats is not None:
-                stats["layer_partial_peak"] = int(plan_peak(problem, lower))
+                stats["layer_partial_peak"] = peak
         if stats is not None:
             stats["layer_plan"] = out is not None
         left = budget.remaining()
