@@ -258,3 +258,115 @@ def test_exact_goes_on_from_a_partial_plan(monkeypatch):
     monkeypatch.setattr(_skyline, "bound_look", lambda *a, **k: None)
     s = dsa.solve(p, strategy="exact", time_limit=4, seed=0)
     assert s.success and s.stats["layer_partial_peak"] == plan_peak(p, lower) >= s.peak
+
+
+def _failing_first_leaf(monkeypatch):
+    """The largest leaf's look fails and its fallback stacks its buffers (far above its band)."""
+    real, calls = _skyline.bound_look, []
+
+    def look(sub, offsets, high, deadline, seed=None, **kw):
+        calls.append(len(sub))
+        return None if len(calls) == 1 else real(sub, offsets, high, deadline, seed=seed, **kw)
+
+    monkeypatch.setattr(_skyline, "bound_look", look)
+    monkeypatch.setattr(layers, "_fallback", lambda leaf, seconds, seed=None: np.cumsum(leaf.sizes) - leaf.sizes)
+    return calls
+
+
+def test_failed_leaves_are_searched_apart_until_the_callers_deadline(monkeypatch):
+    p = _stacked_cuts(40, 30, 8, cells_per_buffer=256)
+    cap = dsa.load(p)
+    start = np.cumsum(p.sizes) - p.sizes
+    calls = _failing_first_leaf(monkeypatch)
+    monkeypatch.setattr(layers, "REPAIR_MAX_SHARE", 1.0)
+    stats = {}
+    unrepaired = layers.plan(p, start, cap, time.perf_counter() + 10, stats=stats, partial=True)
+    assert "layer_repaired" not in stats          # (no deadline of the caller: no search)
+    calls.clear()
+    stats = {}
+    t0 = time.perf_counter()
+    out = layers.plan(p, start, cap, time.perf_counter() + 10, stats=stats, partial=True,
+                      repair_until=time.perf_counter() + 20)
+    assert stats["layer_failed"] <= 1 and stats["layer_repaired"] == 1 and stats["layer_repair_s"] > 0
+    assert time.perf_counter() - t0 < 10 + layers.REPAIR_SHARE * 20 + 5
+    dsa.validate(p, out)
+    assert plan_peak(p, out) < plan_peak(p, unrepaired)
+
+
+def test_no_leaf_is_searched_apart_where_the_failed_ones_are_most_of_the_cut(monkeypatch):
+    p = _stacked_cuts(40, 30, 8, cells_per_buffer=256)
+    start = np.cumsum(p.sizes) - p.sizes
+    _failing_first_leaf(monkeypatch)
+    monkeypatch.setattr(layers, "REPAIR_MAX_SHARE", 0.0)
+    stats = {}
+    out = layers.plan(p, start, dsa.load(p), time.perf_counter() + 10, stats=stats, partial=True,
+                      repair_until=time.perf_counter() + 20)
+    assert stats["layer_failed"] == 1 and "layer_repaired" not in stats
+    dsa.validate(p, out)
+
+
+def test_repair_keeps_a_plan_its_search_does_not_lower(monkeypatch):
+    p = _stacked_cuts(40, 30, 8, cells_per_buffer=256)
+    leaves = layers.split(p, np.arange(len(p)), dsa.load(p), time.perf_counter() + 10,
+                          np.random.default_rng(0))
+    leaf = max(leaves, key=lambda lf: len(lf.sizes))
+    plan0 = np.cumsum(leaf.sizes) - leaf.sizes
+    extra0 = int((plan0 + leaf.sizes).max()) - leaf.height
+    monkeypatch.setattr(best_module, "improve_plan", lambda sub, offsets, *a, **k: (offsets + 1000, {}))
+    monkeypatch.setattr(layers, "REPAIR_EXACT_ROWS", 0)         # (improve_plan for every leaf)
+    plans, excess, stats = [plan0], [extra0], {}
+    layers._repair([leaf], plans, excess, time.perf_counter() + 5, 0, stats)
+    assert plans[0] is plan0 and excess == [extra0] and stats["layer_repaired"] == 0
+
+
+def test_fallback_plans_a_leaf_with_no_time_left():
+    p = _stacked_cuts(20, 15, 3, cells_per_buffer=64)
+    leaves = layers.split(p, np.arange(len(p)), dsa.load(p), time.perf_counter() + 10,
+                          np.random.default_rng(0))
+    leaf = max(leaves, key=lambda lf: len(lf.sizes))
+    out = layers._fallback(leaf, -1.0, seed=0)
+    dsa.validate(dsa.Problem(leaf.starts, leaf.ends, leaf.sizes), out)
+
+
+def test_partial_plans_keep_blocks_too_large_for_the_look(monkeypatch):
+    p = _stacked_cuts(60, 40, 2, cells_per_buffer=256)
+    cap = dsa.load(p)
+    start = np.cumsum(p.sizes) - p.sizes
+    monkeypatch.setattr(layers, "LEAF_MAX_ROWS", 3)
+    sizes = []
+    real = _skyline.bound_look
+
+    def look(sub, *a, **k):
+        sizes.append(len(sub))
+        return real(sub, *a, **k)
+
+    monkeypatch.setattr(_skyline, "bound_look", look)
+    assert layers.plan(p, start, cap, time.perf_counter() + 10) is None          # (all or nothing)
+    stats = {}
+    out = layers.plan(p, start, cap, time.perf_counter() + 10, stats=stats, partial=True)
+    assert stats["layer_rows"] > 3 and all(n <= 3 for n in sizes)   # (the large leaves had no look)
+    dsa.validate(p, out)
+    assert plan_peak(p, out) < plan_peak(p, start)
+
+
+def test_small_failed_leaves_are_searched_by_exact(monkeypatch):
+    from dsa.strategies import exact as exact_module
+
+    # a leaf whose band cannot hold its buffers (4 bytes alive at instant 1, a band of 3): exact
+    # proves its plan optimal, so the search ends there
+    leaf = layers.Leaf(np.array([0, 1]), 0, 3, np.array([0, 1]), np.array([2, 3]), np.array([2, 2]),
+                       np.array([0, 1]), np.zeros(2, dtype=np.int64))
+    calls = []
+    real = exact_module.solve
+
+    def spy(sub, **kw):
+        calls.append(real(sub, **kw))
+        return calls[-1]
+
+    monkeypatch.setattr(exact_module, "solve", spy)
+    monkeypatch.setattr(best_module, "improve_plan", lambda *a, **k: pytest.fail("improve_plan ran"))
+    plans, excess, stats = [np.array([0, 4])], [3], {}         # (peak 6: 3 above the band)
+    layers._repair([leaf], plans, excess, time.perf_counter() + 30, 0, stats)
+    assert len(calls) == 1 and calls[0].lower_bound == calls[0].peak == 4
+    assert excess == [1] and stats["layer_repaired"] == 1
+    dsa.validate(dsa.Problem(leaf.starts, leaf.ends, leaf.sizes), plans[0])

@@ -77,8 +77,26 @@ PRESOLVE = True
 # on none (8 s each); a leaf of 4,338 buffers of a fine cut of 5,000 found none in 10 s
 LEAF_MAX_ROWS = 1200
 # with partial plans, a leaf that its look does not plan within its height gets a plan from best in
-# this many seconds (at most what is left to the deadline; with none left, the attempt ends)
+# this many seconds (at most what is left to the deadline; with none left, best's first greedy pass)
 FALLBACK_S = 0.25
+# ... and then, where the leaves so planned above their bands hold at most REPAIR_MAX_SHARE of the
+# buffers cut (merged: a failed leaf of 256 merged buffers held 945 of a cut's 1,500), each gets
+# best's improvement phase on its own buffers (_repair), for REPAIR_SHARE of the call's time left
+# in all: searches of a problem several times smaller than the whole lower it further. best at 20 s:
+# pinwheel-long-1500-s26 1.1387 -> 1.0710 x LOAD (its leaf's excess 2,752 -> 1,408 bytes; the
+# search of the whole had not lowered the partial plan in 14 s), by-area-pinwheel-256-4000-s28
+# 1.1858 -> 1.1561; the other 24 of the other and random sets level but by-area-1500-s27 (1.0645 ->
+# 1.0581) and random602 (1.0808 -> 1.0909, its spread), mean 1.0289 -> 1.0253. Where the failed
+# leaves are most of the cut (coarse cuts: 631 of 700 buffers), their searches do worse than the
+# search of the whole (the main set's coarse cuts 0.3-2 % higher with no such bound), so none runs
+REPAIR_SHARE = 0.3
+REPAIR_MAX_SHARE = 0.5
+# a leaf's search needs at least this long; leaves of at most REPAIR_EXACT_ROWS merged buffers are
+# searched by exact instead, which stops once it proves its plan optimal (best at 30 s on a cut of
+# 120 buffers whose failed leaf of 11 has no tiling of its band: improve_plan spent 9 s there, exact
+# proves it at once)
+REPAIR_MIN_S = 0.05
+REPAIR_EXACT_ROWS = 100
 # a block of more than RECTANGLE_MIN_ROWS buffers with no layer is searched for a rectangle
 # (find_rectangle) for at most RECTANGLE_S seconds: windows that end at the RECTANGLE_WINDOWS instants
 # where the most bytes end or start, up to RECTANGLE_SEEDS programs per window. (Smaller blocks: the
@@ -537,13 +555,48 @@ def _place(problem, leaves, plans, excess):
 
 def _fallback(leaf: Leaf, seconds: float, seed=None):
     """A plan of a leaf's buffers that its look did not plan within its height: ``best`` for
-    ``seconds`` (too short for its own look at the bound), or None with no time for it."""
+    ``seconds`` (too short for its own look at the bound), or, with less than that left, for a
+    moment (its first greedy pass: a plan all the same, so that the other leaves' plans are kept)."""
     from dsa.problem import Problem
     from dsa.strategies import best
 
-    if seconds < 0.01:
-        return None
-    return best.solve(Problem(leaf.starts, leaf.ends, leaf.sizes), time_limit=seconds, seed=seed).offsets
+    return best.solve(Problem(leaf.starts, leaf.ends, leaf.sizes), time_limit=max(seconds, 0.001),
+                      seed=seed).offsets
+
+
+def _repair(leaves, plans, excess, until: float, seed, stats):
+    """Lower the plans of the leaves planned above their bands (``excess`` above 0), the highest
+    first, each for an equal share of the time left to ``until`` (what a leaf leaves goes to the
+    next): by best's improvement phase (:func:`dsa.strategies.best.improve_plan`) on the leaf's own
+    merged buffers, from its plan, towards its height; on at most ``REPAIR_EXACT_ROWS`` merged
+    buffers, by ``exact``, which stops once it proves its plan optimal (a leaf whose buffers have
+    a constant load by coincidence and no tiling of its band then takes no more time). A plan is
+    kept only where it is lower. ``plans`` and ``excess`` are updated in place; ``stats`` gets
+    ``layer_repaired`` (leaves whose excess fell) and ``layer_repair_s``."""
+    from dsa.budget import Budget
+    from dsa.problem import Problem
+    from dsa.strategies import best, exact
+
+    began = time.perf_counter()
+    failed = sorted((i for i, extra in enumerate(excess) if extra > 0), key=lambda i: -excess[i])
+    repaired = 0
+    for k, i in enumerate(failed):
+        left = until - time.perf_counter()
+        if left < REPAIR_MIN_S:
+            break
+        leaf = leaves[i]
+        sub, seconds = Problem(leaf.starts, leaf.ends, leaf.sizes), left / (len(failed) - k)
+        if len(sub) <= REPAIR_EXACT_ROWS:   # (a small leaf that its band cannot hold: proven at once)
+            out = exact.solve(sub, time_limit=seconds, seed=seed).offsets
+        else:
+            out, _ = best.improve_plan(sub, plans[i], leaf.height, Budget(seconds),
+                                       0 if seed is None else seed)
+        extra = max(0, int((out + leaf.sizes).max()) - leaf.height)
+        if extra < excess[i]:
+            plans[i], excess[i] = out, extra
+            repaired += 1
+    stats["layer_repaired"] = repaired
+    stats["layer_repair_s"] = time.perf_counter() - began
 
 
 def _flat(problem, rows, cap: int) -> bool:
@@ -554,24 +607,29 @@ def _flat(problem, rows, cap: int) -> bool:
     return len(live) > 1 and bool(np.all(live[:-1] == cap))
 
 
-def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, partial: bool = False):
+def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, partial: bool = False,
+         repair_until=None):
     """A plan within ``cap`` made of layers planned apart, or None.
 
     Applies where :func:`dsa.strategies._skyline.bound_look` does (no fixed offsets), on problems
     without alignments above 1 whose every busy period that ``offsets`` plans above ``cap`` has
     ``cap`` bytes alive at every instant (a plan within ``cap`` tiles it), and where SciPy's
     ``milp`` is installed. Each such period is cut (:func:`split`, for ``SPLIT_SHARE`` of the time
-    to ``deadline``); where no period has a cut or a merge, or a block of more than ``LEAF_MAX_ROWS``
-    buffers stays whole, None comes back (the look at the whole does as well, or better). The leaves
-    (their merged buffers) are then
-    planned at their height by :func:`dsa.strategies._skyline.bound_look`, the largest first, until
-    ``deadline``; the first that fails ends the attempt (None). With ``partial``, each leaf's look
-    gets a share of the time left (the square root of its share of the buffers left), and a leaf not
-    planned within its height is planned by ``best`` for ``FALLBACK_S`` seconds (none past
-    ``deadline``: then the attempt ends), above its band, and a band as high as it reaches above
-    its own is opened across the plan there (:func:`_place`). The result is then a plan above
-    ``cap`` when lower than ``offsets``' peak (None otherwise). Leaves cut from a rectangle are
-    placed from the offset that the plan of the leaf holding it gives it.
+    to ``deadline``); where no period has a cut or a merge, None comes back (the look at the whole
+    does as well, or better), and so it does where a block of more than ``LEAF_MAX_ROWS`` buffers
+    stays whole, unless ``partial``. The leaves (their merged buffers) are then planned at their
+    height by :func:`dsa.strategies._skyline.bound_look`, the largest first, until ``deadline``; the
+    first that fails ends the attempt (None). With ``partial``, each leaf's look gets a share of the
+    time left (the square root of its share of the buffers left; a leaf of more than
+    ``LEAF_MAX_ROWS`` buffers gets none), and a leaf not planned within its height is planned by
+    ``best`` for ``FALLBACK_S`` seconds (with no time left to ``deadline``, for a moment: its first
+    greedy pass), above its band. With ``repair_until`` too, where such leaves hold at most
+    ``REPAIR_MAX_SHARE`` of the buffers cut, each is then searched alone (best's improvement phase
+    on its buffers, :func:`_repair`) for ``REPAIR_SHARE`` of the time left to ``repair_until`` in
+    all. A band as high as each reaches above its own is opened across the plan there
+    (:func:`_place`). The result is then a plan above ``cap`` when lower than ``offsets``' peak
+    (None otherwise). Leaves cut from a rectangle are placed from the offset that the plan of the
+    leaf holding it gives it.
 
     Parameters
     ----------
@@ -586,9 +644,13 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
         Gets ``layers`` and ``rectangles`` (splits made), ``layer_programs``, ``layer_s`` (the
         integer programs' seconds), ``merged_chain``, ``merged_stack`` and ``merged_pinwheel`` (merges made),
         ``layer_leaves`` and ``layer_rows`` (the largest leaf's buffers, once merged), and
-        ``layer_failed`` (leaves planned above their bands).
+        ``layer_failed`` (leaves planned above their bands); where their searches ran,
+        ``layer_repaired`` (those they lowered) and ``layer_repair_s``.
     partial : bool, default False
         Return a lower plan above ``cap`` where some leaves are not planned within their bands.
+    repair_until : float, optional
+        A ``time.perf_counter()`` value, the caller's deadline: with ``partial``, the leaves planned
+        above their bands are searched apart for a share of the time to it (see above); None: not.
 
     Returns
     -------
@@ -617,7 +679,9 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     leaves = []
     first = len(problem)                  # (the rectangles of each period get ids of their own)
     for rows in periods:
-        cut = split(problem, rows, cap, cutting, rng, stats, max_rows=LEAF_MAX_ROWS, first_virtual=first)
+        # (with partial plans, a block too large for the look stays a leaf, planned by best)
+        cut = split(problem, rows, cap, cutting, rng, stats, max_rows=None if partial else LEAF_MAX_ROWS,
+                    first_virtual=first)
         if cut is None:
             return None                   # a block too large for the look stays whole
         leaves += cut
@@ -630,7 +694,7 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     left = sum(len(leaf.sizes) for leaf in leaves)
     for leaf in leaves:
         look = np.zeros(1, dtype=np.int64) if len(leaf.sizes) == 1 else None
-        if look is None:
+        if look is None and len(leaf.sizes) <= LEAF_MAX_ROWS:   # (larger ones: partial plans only)
             sub = Problem(leaf.starts, leaf.ends, leaf.sizes)
             stacked = np.cumsum(sub.sizes) - sub.sizes   # a valid plan to start from (no two overlap)
             # (with partial plans, each leaf's look gets a share of the time left: the square root of
@@ -643,11 +707,15 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
             if not partial:
                 return None
             look = _fallback(leaf, min(FALLBACK_S, deadline - time.perf_counter()), seed)
-            if look is None:
-                return None
         plans.append(look)
         excess.append(max(0, int((look + leaf.sizes).max()) - leaf.height))
     stats["layer_failed"] = sum(1 for extra in excess if extra > 0)
+    # (the failed leaves searched apart, where they hold few of the buffers cut: see REPAIR_SHARE)
+    failed_rows = sum(len(leaf.sizes) for leaf, extra in zip(leaves, excess) if extra > 0)
+    if (partial and repair_until is not None and REPAIR_SHARE > 0 and stats["layer_failed"]
+            and failed_rows <= REPAIR_MAX_SHARE * sum(len(rows) for rows in periods)):
+        now = time.perf_counter()
+        _repair(leaves, plans, excess, now + REPAIR_SHARE * max(0.0, repair_until - now), seed, stats)
     placed = _place(problem, leaves, plans, excess)
     if placed is None:
         return None

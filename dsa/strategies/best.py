@@ -551,12 +551,14 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
     buffers merged where a tiling allows, and planned apart by :func:`dsa.strategies._layers.plan`,
     for up to ``LAYERS_SHARE`` of the time left (on problems of at most ``BOUND_LOOK_MAX_ROWS``
     movable rows, ``LAYERS_SMALL_SHARE`` of the look's share, the look at the whole then getting what
-    they leave of that share). With ``LAYERS_PARTIAL``, where some leaves are
-    not planned within their bands, that gives a plan above ``target`` but below ``offsets``' peak:
-    the look at the whole starts from it, and it is returned if the look finds nothing (the caller
-    tells the two apart by the peak). ``stats`` also gets ``layer_plan`` (whether the layers gave
-    the plan at ``target``), ``layer_partial_peak`` (the peak of such a lower plan) and the counts of
-    :func:`dsa.strategies._layers.plan` (``layers``, ``layer_programs``, ``layer_s``, ...)."""
+    they leave of that share). With ``LAYERS_PARTIAL``, where some leaves are not planned within
+    their bands, that gives a plan above ``target`` but below ``offsets``' peak (those leaves
+    searched apart first, for a share of the call's time left, where they hold few of the buffers:
+    ``_layers.REPAIR_SHARE``): the look at the whole starts from it, and it is returned if the look
+    finds nothing (the caller tells the two apart by the peak). ``stats`` also gets ``layer_plan``
+    (whether the layers gave the plan at ``target``), ``layer_partial_peak`` (the peak of such a
+    lower plan) and the counts of :func:`dsa.strategies._layers.plan` (``layers``,
+    ``layer_programs``, ``layer_s``, ``layer_repaired``, ...)."""
     from dsa.strategies import _skyline
 
     left = budget.remaining()
@@ -577,7 +579,7 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
         # the layers take part of that share, not time of their own)
         share = LAYERS_SHARE if movable > BOUND_LOOK_MAX_ROWS else LAYERS_SMALL_SHARE * BOUND_LOOK_SHARE
         out = _layers.plan(problem, offsets, target, began + share * left, seed=seed, stats=stats,
-                           partial=LAYERS_PARTIAL)
+                           partial=LAYERS_PARTIAL, repair_until=budget.deadline)
         peak = None if out is None else int(plan_peak(problem, out))
         if peak is not None and peak > target:
             lower, out = out, None        # (some leaves above their bands: a lower plan, not the bound)
