@@ -319,12 +319,13 @@ def test_repair_keeps_a_plan_its_search_does_not_lower(monkeypatch):
     assert plans[0] is plan0 and excess == [extra0] and stats["layer_repaired"] == 0
 
 
-def test_fallback_plans_a_leaf_with_no_time_left():
+def test_fallback_plans_a_leaf_only_with_time_for_it():
     p = _stacked_cuts(20, 15, 3, cells_per_buffer=64)
     leaves = layers.split(p, np.arange(len(p)), dsa.load(p), time.perf_counter() + 10,
                           np.random.default_rng(0))
     leaf = max(leaves, key=lambda lf: len(lf.sizes))
-    out = layers._fallback(leaf, -1.0, seed=0)
+    assert layers._fallback(leaf, 0.001, seed=0) is None
+    out = layers._fallback(leaf, 0.5, seed=0)
     dsa.validate(dsa.Problem(leaf.starts, leaf.ends, leaf.sizes), out)
 
 
