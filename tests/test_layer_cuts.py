@@ -334,6 +334,7 @@ def test_partial_plans_keep_blocks_too_large_for_the_look(monkeypatch):
     cap = dsa.load(p)
     start = np.cumsum(p.sizes) - p.sizes
     monkeypatch.setattr(layers, "LEAF_MAX_ROWS", 3)
+    monkeypatch.setattr(layers, "REPAIR_MAX_SHARE", 1.0)      # (any block may stay a leaf)
     sizes = []
     real = _skyline.bound_look
 
@@ -371,3 +372,11 @@ def test_small_failed_leaves_are_searched_by_exact(monkeypatch):
     assert len(calls) == 1 and calls[0].lower_bound == calls[0].peak == 4
     assert excess == [1] and stats["layer_repaired"] == 1
     dsa.validate(dsa.Problem(leaf.starts, leaf.ends, leaf.sizes), plans[0])
+
+
+def test_partial_plans_end_where_a_block_too_large_for_the_look_is_most_of_the_period(monkeypatch):
+    p = _stacked_cuts(60, 40, 2, cells_per_buffer=256)
+    start = np.cumsum(p.sizes) - p.sizes
+    monkeypatch.setattr(layers, "LEAF_MAX_ROWS", 3)
+    monkeypatch.setattr(layers, "REPAIR_MAX_SHARE", 0.0)
+    assert layers.plan(p, start, dsa.load(p), time.perf_counter() + 10, partial=True) is None

@@ -619,7 +619,7 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     ``milp`` is installed. Each such period is cut (:func:`split`, for ``SPLIT_SHARE`` of the time
     to ``deadline``); where no period has a cut or a merge, None comes back (the look at the whole
     does as well, or better), and so it does where a block of more than ``LEAF_MAX_ROWS`` buffers
-    stays whole, unless ``partial``. The leaves (their merged buffers) are then planned at their
+    stays whole (with ``partial``, of more than that and ``REPAIR_MAX_SHARE`` of the period's rows). The leaves (their merged buffers) are then planned at their
     height by :func:`dsa.strategies._skyline.bound_look`, the largest first, until ``deadline``; the
     first that fails ends the attempt (None). With ``partial``, each leaf's look gets a share of the
     time left (the square root of its share of the buffers left; a leaf of more than
@@ -681,9 +681,10 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     leaves = []
     first = len(problem)                  # (the rectangles of each period get ids of their own)
     for rows in periods:
-        # (with partial plans, a block too large for the look stays a leaf, planned by best)
-        cut = split(problem, rows, cap, cutting, rng, stats, max_rows=None if partial else LEAF_MAX_ROWS,
-                    first_virtual=first)
+        # (with partial plans, a block too large for the look stays a leaf, planned by best, where it
+        # holds at most REPAIR_MAX_SHARE of the rows: its search then runs apart from the rest)
+        largest = max(LEAF_MAX_ROWS, int(REPAIR_MAX_SHARE * len(rows))) if partial else LEAF_MAX_ROWS
+        cut = split(problem, rows, cap, cutting, rng, stats, max_rows=largest, first_virtual=first)
         if cut is None:
             return None                   # a block too large for the look stays whole
         leaves += cut
