@@ -82,13 +82,14 @@ FALLBACK_S = 0.25
 # ... and then, where the leaves so planned above their bands hold at most REPAIR_MAX_SHARE of the
 # buffers cut (merged: a failed leaf of 256 merged buffers held 945 of a cut's 1,500), each gets
 # best's improvement phase on its own buffers (_repair), for REPAIR_SHARE of the call's time left
-# in all: searches of a problem several times smaller than the whole lower it further. best at 20 s:
-# pinwheel-long-1500-s26 1.1387 -> 1.0710 x LOAD (its leaf's excess 2,752 -> 1,408 bytes; the
-# search of the whole had not lowered the partial plan in 14 s), by-area-pinwheel-256-4000-s28
-# 1.1858 -> 1.1561; the other 24 of the other and random sets level but by-area-1500-s27 (1.0645 ->
-# 1.0581) and random602 (1.0808 -> 1.0909, its spread), mean 1.0289 -> 1.0253. Where the failed
-# leaves are most of the cut (coarse cuts: 631 of 700 buffers), their searches do worse than the
-# search of the whole (the main set's coarse cuts 0.3-2 % higher with no such bound), so none runs
+# in all: searches of a problem several times smaller than the whole lower it further. best at 20 s
+# (the results pages' runs at 2b04b48): pinwheel-long-1500-s26 1.1387 -> 1.0613 x LOAD (its leaf's
+# excess 2,752 -> 1,152-1,408 bytes in single runs; the search of the whole had not lowered the
+# partial plan in 14 s), by-area-pinwheel-256-4000-s28 1.1858 -> 1.1551; the second set 1.0358 ->
+# 1.0279, the random set 1.0219 -> 1.0211, the main set level (1.0303 -> 1.0318, its coarse cuts'
+# spread). Where the failed leaves are most of the cut (coarse cuts: 631 of 700 buffers), their
+# searches did worse than the search of the whole (guillotine-700-s0's leaf 1,536 -> 512 bytes above
+# its band in 5 s, 1.075 x LOAD, where the whole reaches 1.057-1.066), so none runs
 REPAIR_SHARE = 0.3
 REPAIR_MAX_SHARE = 0.5
 # a leaf's search needs at least this long; leaves of at most REPAIR_EXACT_ROWS merged buffers are
