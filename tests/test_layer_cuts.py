@@ -284,11 +284,9 @@ def test_failed_leaves_are_searched_apart_until_the_callers_deadline(monkeypatch
     assert "layer_repaired" not in stats          # (no deadline of the caller: no search)
     calls.clear()
     stats = {}
-    t0 = time.perf_counter()
     out = layers.plan(p, start, cap, time.perf_counter() + 10, stats=stats, partial=True,
                       repair_until=time.perf_counter() + 20)
-    assert stats["layer_failed"] <= 1 and stats["layer_repaired"] == 1 and stats["layer_repair_s"] > 0
-    assert time.perf_counter() - t0 < 10 + layers.REPAIR_SHARE * 20 + 5
+    assert stats["layer_failed"] == 1 and stats["layer_repaired"] == 1 and stats["layer_repair_s"] > 0
     dsa.validate(p, out)
     assert plan_peak(p, out) < plan_peak(p, unrepaired)
 

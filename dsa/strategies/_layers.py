@@ -620,16 +620,16 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     ``milp`` is installed. Each such period is cut (:func:`split`, for ``SPLIT_SHARE`` of the time
     to ``deadline``); where no period has a cut or a merge, None comes back (the look at the whole
     does as well, or better), and so it does where a block of more than ``LEAF_MAX_ROWS`` buffers
-    stays whole (with ``partial``, of more than that and ``REPAIR_MAX_SHARE`` of the period's rows). The leaves (their merged buffers) are then planned at their
-    height by :func:`dsa.strategies._skyline.bound_look`, the largest first, until ``deadline``; the
-    first that fails ends the attempt (None). With ``partial``, each leaf's look gets a share of the
-    time left (the square root of its share of the buffers left; a leaf of more than
-    ``LEAF_MAX_ROWS`` buffers gets none), and a leaf not planned within its height is planned by
-    ``best`` for ``FALLBACK_S`` seconds (none past ``deadline``: then the attempt ends), above its
-    band. With ``repair_until`` too, where such leaves hold at most
-    ``REPAIR_MAX_SHARE`` of the buffers cut, each is then searched alone (best's improvement phase
-    on its buffers, :func:`_repair`) for ``REPAIR_SHARE`` of the time left to ``repair_until`` in
-    all. A band as high as each reaches above its own is opened across the plan there
+    stays whole (with ``partial``, of more than that and ``REPAIR_MAX_SHARE`` of its period's rows).
+    The leaves (their merged buffers) are then planned at their height by
+    :func:`dsa.strategies._skyline.bound_look`, the largest first, until ``deadline``; the first
+    that fails ends the attempt (None). With ``partial``, each leaf's look gets a share of the time
+    left (the square root of its share of the buffers left; a leaf of more than ``LEAF_MAX_ROWS``
+    buffers gets none), and a leaf not planned within its height is planned by ``best`` for
+    ``FALLBACK_S`` seconds (none past ``deadline``: then the attempt ends), above its band. With
+    ``repair_until`` too, where such leaves hold at most ``REPAIR_MAX_SHARE`` of the buffers cut,
+    each is then searched alone (best's improvement phase on its buffers, :func:`_repair`) for
+    ``REPAIR_SHARE`` of the time left to ``repair_until`` in all. A band as high as each reaches above its own is opened across the plan there
     (:func:`_place`). The result is then a plan above ``cap`` when lower than ``offsets``' peak
     (None otherwise). Leaves cut from a rectangle are placed from the offset that the plan of the
     leaf holding it gives it.
