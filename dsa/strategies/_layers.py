@@ -399,10 +399,10 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
     buffers with no layer, a rectangle (:func:`find_rectangle`) becomes a block of its own, planned
     from the offset of one buffer that stands for it in the rest (the leaves cut from it have that
     buffer's id as ``anchor``: ``first_virtual`` for the first rectangle, default ``len(problem)``,
-    then the next ids); no layer is looked for in the rest. With ``max_rows``, None comes back as soon as a block of more buffers than
-    that stays whole. ``stats`` (a dict) counts ``layers``, ``rectangles``, ``layer_programs`` (a
-    rectangle's search counts as one) and the merges by kind (``merged_chain``, ``merged_stack``,
-    ``merged_pinwheel``) and sums ``layer_s``.
+    then the next ids); no layer is looked for in the rest. With ``max_rows``, None comes back as
+    soon as a block of more buffers than that stays whole. ``stats`` (a dict) counts ``layers``,
+    ``rectangles``, ``layer_programs`` (a rectangle's search counts as one) and the merges by kind
+    (``merged_chain``, ``merged_stack``, ``merged_pinwheel``) and sums ``layer_s``.
     """
     import heapq
 
@@ -471,7 +471,9 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
             push(block[layer], base, low, anchor)
             push(block[~layer], base + low, high - low, anchor)
             continue
-        cut = program(find_rectangle, RECTANGLE_S, starts, ends, sizes, rng) if len(block) > RECTANGLE_MIN_ROWS else None
+        cut = None
+        if len(block) > RECTANGLE_MIN_ROWS:
+            cut = program(find_rectangle, RECTANGLE_S, starts, ends, sizes, rng)
         if cut is None:
             if leaf(block, base, high, anchor):
                 return None
@@ -567,6 +569,11 @@ def _fallback(leaf: Leaf, seconds: float, seed=None):
     return best.solve(Problem(leaf.starts, leaf.ends, leaf.sizes), time_limit=seconds, seed=seed).offsets
 
 
+def _excess(leaf: Leaf, offsets) -> int:
+    """How far a plan of the leaf's buffers reaches above its height (0: within it)."""
+    return max(0, int((offsets + leaf.sizes).max()) - leaf.height)
+
+
 def _repair(leaves, plans, excess, until: float, seed, stats):
     """Lower the plans of the leaves planned above their bands (``excess`` above 0), the highest
     first, each for an equal share of the time left to ``until`` (what a leaf leaves goes to the
@@ -594,7 +601,7 @@ def _repair(leaves, plans, excess, until: float, seed, stats):
         else:
             out, _ = best.improve_plan(sub, plans[i], leaf.height, Budget(seconds),
                                        0 if seed is None else seed)
-        extra = max(0, int((out + leaf.sizes).max()) - leaf.height)
+        extra = _excess(leaf, out)
         if extra < excess[i]:
             plans[i], excess[i] = out, extra
             repaired += 1
@@ -629,10 +636,10 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     ``FALLBACK_S`` seconds (none past ``deadline``: then the attempt ends), above its band. With
     ``repair_until`` too, where such leaves hold at most ``REPAIR_MAX_SHARE`` of the buffers cut,
     each is then searched alone (best's improvement phase on its buffers, :func:`_repair`) for
-    ``REPAIR_SHARE`` of the time left to ``repair_until`` in all. A band as high as each reaches above its own is opened across the plan there
-    (:func:`_place`). The result is then a plan above ``cap`` when lower than ``offsets``' peak
-    (None otherwise). Leaves cut from a rectangle are placed from the offset that the plan of the
-    leaf holding it gives it.
+    ``REPAIR_SHARE`` of the time left to ``repair_until`` in all. A band as high as each reaches
+    above its own is opened across the plan there (:func:`_place`). The result is then a plan above
+    ``cap`` when lower than ``offsets``' peak (None otherwise). Leaves cut from a rectangle are
+    placed from the offset that the plan of the leaf holding it gives it.
 
     Parameters
     ----------
@@ -714,7 +721,7 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
             if look is None:
                 return None
         plans.append(look)
-        excess.append(max(0, int((look + leaf.sizes).max()) - leaf.height))
+        excess.append(_excess(leaf, look))
     stats["layer_failed"] = sum(1 for extra in excess if extra > 0)
     # (the failed leaves searched apart, where they hold few of the buffers cut: see REPAIR_SHARE)
     failed_rows = sum(len(leaf.sizes) for leaf, extra in zip(leaves, excess) if extra > 0)
