@@ -28,7 +28,9 @@ random`` a fourth: twelve instances whose generator settings are drawn at random
 (``random_settings``), none chosen by anyone; ``--random-seeds FIRST-LAST`` draws it from other seeds
 (settings that no run has seen before), and ``--random-sizes LO-HI`` their sizes from another range;
 ``--set large`` a fifth: the main set's families at 10,000 and 20,000 buffers (``LARGE_INSTANCES``);
-``--set huge`` a sixth: the same families at 50,000 and 100,000 buffers (``HUGE_INSTANCES``).
+``--set huge`` a sixth: the same families at 50,000 and 100,000 buffers (``HUGE_INSTANCES``);
+``--set tall`` a seventh: tall cuts (aspect 0.06-0.1) of 64-256 cells per buffer (``TALL_FAMILIES``),
+where the mean target is furthest.
 """
 from __future__ import annotations
 
@@ -158,23 +160,40 @@ HUGE_INSTANCES = [
     ("fine", 50000, 41), ("pinwheel", 50000, 42), ("long-tall", 50000, 44), ("short-wide", 100000, 45),
     ("fine", 100000, 43),
 ]
+# a seventh (``--set tall``): tall rectangles (few time steps, many address quanta: aspect 0.06-0.1)
+# on grids of 64-256 cells per buffer, where the random draws above LOAD gathered and the mean target
+# is furthest (six such cuts chosen for it, outside this set: best 1.06-1.13 x LOAD at 20 s, supermalloc
+# 1.08-1.18); their tilings have few layers or none, and merged they stay above what the look plans
+TALL_FAMILIES = {name: {**_DEFAULTS, **params} for name, params in {
+    "tall-64": {"aspect": 0.08, "cells_per_buffer": 64, "lifetimes": "balanced", "pinwheel": 0.3},
+    "tall-256": {"aspect": 0.07, "cells_per_buffer": 256, "lifetimes": "balanced", "pinwheel": 0.3},
+    "tall-long-256": {"aspect": 0.06, "cells_per_buffer": 256, "lifetimes": "long", "pinwheel": 0.3},
+    "tall-mixed-128": {"aspect": 0.1, "cells_per_buffer": 128, "lifetimes": "mixed", "pinwheel": 0.5},
+}.items()}
+TALL_INSTANCES = [
+    ("tall-64", 400, 51), ("tall-64", 1500, 52), ("tall-256", 700, 53), ("tall-256", 2500, 54),
+    ("tall-long-256", 800, 55), ("tall-mixed-128", 1200, 56),
+]
 SETS = {"main": (FAMILIES, INSTANCES), "other": (OTHER_FAMILIES, OTHER_INSTANCES),
         "omnimalloc": (OMNI_FAMILIES, OMNI_INSTANCES), "random": (RANDOM_FAMILIES, RANDOM_INSTANCES),
-        "large": (FAMILIES, LARGE_INSTANCES), "huge": (FAMILIES, HUGE_INSTANCES)}
+        "large": (FAMILIES, LARGE_INSTANCES), "huge": (FAMILIES, HUGE_INSTANCES),
+        "tall": (TALL_FAMILIES, TALL_INSTANCES)}
 # each set's generator, as the report and the digest name it, and the report's words for its instances
 # and where they come from
 GENERATORS = {"main": "dsa.generate.rectangle_cut", "other": "dsa.generate.rectangle_cut",
               "omnimalloc": "omnimalloc.benchmark.sources", "random": "dsa.generate.rectangle_cut",
-              "large": "dsa.generate.rectangle_cut", "huge": "dsa.generate.rectangle_cut"}
+              "large": "dsa.generate.rectangle_cut", "huge": "dsa.generate.rectangle_cut",
+              "tall": "dsa.generate.rectangle_cut"}
 TITLES = {"main": "rectangle-cut instances", "other": "rectangle-cut instances of other generator settings",
           "omnimalloc": "instances of omnimalloc's own generators",
           "random": "rectangle-cut instances of generator settings drawn at random",
           "large": "rectangle-cut instances of 10,000-20,000 buffers",
-          "huge": "rectangle-cut instances of 50,000-100,000 buffers"}
+          "huge": "rectangle-cut instances of 50,000-100,000 buffers",
+          "tall": "tall rectangle-cut instances of 64-256 cells per buffer"}
 _RECTANGLE_CUT = ("`dsa.generate.rectangle_cut` (families and generator arguments in the JSON beside this "
                   "file), ")
 ORIGINS = {"main": _RECTANGLE_CUT, "other": _RECTANGLE_CUT, "random": _RECTANGLE_CUT, "large": _RECTANGLE_CUT,
-           "huge": _RECTANGLE_CUT,
+           "huge": _RECTANGLE_CUT, "tall": _RECTANGLE_CUT,
            "omnimalloc": "omnimalloc's own generators of known optimum, `omnimalloc.benchmark.sources` "
                          "(TilingSource, PinwheelSource; run in the peers' environment, each instance's optimum "
                          "checked equal to LOAD; sources and their arguments in the JSON beside this file): "
@@ -228,7 +247,7 @@ def generator_args(family: str, n: int, seed: int) -> dict:
     the omnimalloc set the source's class (``source``) and its constructor's arguments."""
     if family in OMNI_FAMILIES:
         return {**OMNI_FAMILIES[family], "num_allocations": n, "seed": seed}
-    for families in (FAMILIES, OTHER_FAMILIES, RANDOM_FAMILIES):
+    for families in (FAMILIES, OTHER_FAMILIES, RANDOM_FAMILIES, TALL_FAMILIES):
         if family in families:
             return {"n": n, "seed": seed, **families[family]}
     drawn = re.fullmatch(r"random(\d+)", family)  # (a random set of other seeds: --random-seeds)
@@ -624,7 +643,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=2, help="supermalloc's threads (default 2)")
     ap.add_argument("--set", choices=list(SETS), default="main",
                     help="the instances: the main set (default), other generator settings, "
-                    "omnimalloc's own generators, or generator settings drawn at random")
+                    "omnimalloc's own generators, generator settings drawn at random, the main set's "
+                    "families at 10,000-20,000 (large) or 50,000-100,000 buffers (huge), or tall cuts")
     ap.add_argument("--instances", help="comma-separated names (family-n-sSEED) or indices in the set "
                     "(default: all)")
     ap.add_argument("--random-seeds", metavar="FIRST-LAST", help="with --set random: draw the set from these "
