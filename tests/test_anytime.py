@@ -283,8 +283,8 @@ def test_random_dives_start_no_dive_that_the_time_left_cannot_hold(large, monkey
 
 
 def _turns(monkeypatch, large, blocked, search=None, cuts=None, short=False):
-    """The searches improve_plan runs on a large problem, in order, each replaced by a stand-in that
-    takes 0.02 s and lowers nothing (the random dives' stand-in reports ``blocked`` as given, and
+    """The searches improve_plan runs on a problem (``large``, or a smaller one), in order, each
+    replaced by a stand-in that takes 0.02 s and lowers nothing (the random dives' stand-in reports ``blocked`` as given, and
     with ``short`` that the time could not hold a dive, having run none).
     ``search`` is passed on to improve_plan; ``cuts``, a list, gets the busy periods each run of the
     dives was given."""
@@ -311,6 +311,7 @@ def _turns(monkeypatch, large, blocked, search=None, cuts=None, short=False):
     monkeypatch.setattr(_canonical_search, "random_dives", stand_in("dives", {
         "dives": 0 if short else 1, "planned": 0, "blocked": blocked, "short": short}))
     monkeypatch.setattr(_local_search, "repair_windows", stand_in("repair", {"windows": 1, "repaired": 0}))
+    monkeypatch.setattr(_local_search, "search_orders", stand_in("local", {"iterations": 1}))
     start = dsa.solve(large, "best", improve=False).offsets
     out, stats = best_module.improve_plan(large, start, dsa.load(large), Budget(0.6), 0, search=search)
     assert np.array_equal(out, start)
@@ -342,6 +343,22 @@ def test_the_skyline_search_takes_the_dives_turns_once_a_turn_could_not_hold_a_d
     assert stats["skyline_restarts"] == calls.count("skyline") - 1
     calls, stats = _turns(monkeypatch, large, blocked=False)
     assert "dives_short" not in stats and calls.count("dives") >= 2
+
+
+@pytest.mark.parametrize("blocked", [False, True])
+def test_on_small_problems_random_dives_take_the_local_searchs_turns_only(monkeypatch, blocked):
+    small = rectangle_cut(400, seed=5, pinwheel=0.3)
+    assert best_module._movable(small) <= best_module.DIVE_MIN_ROWS
+    calls, stats = _turns(monkeypatch, small, blocked=blocked)
+    # no turn of dives before the first restart of the skyline search: its turns alternate with the
+    # dives', or with the local search's once the dives cannot lower the peak
+    assert calls[:4] == ["skyline", "dives", "skyline", "local" if blocked else "dives"]
+    assert "repair" not in calls and stats["dives"] == calls.count("dives")
+    assert calls.count("dives") == 1 if blocked else "local" not in calls
+    monkeypatch.setattr(best_module, "SMALL_DIVE_TURNS", False)
+    calls, stats = _turns(monkeypatch, small, blocked=blocked)
+    assert calls[:4] == ["skyline", "local", "skyline", "local"] and "dives" not in stats
+    assert set(calls) == {"skyline", "local"} and stats["local_iterations"] == calls.count("local")
 
 
 def test_the_dives_cut_the_problem_into_busy_periods_once_or_take_the_callers_cut(large, monkeypatch):

@@ -470,6 +470,21 @@ DIVE_SHARE = 1.0
 # on smaller problems the look at LOAD and the skyline search lose the time the dives take: on 6 cuts
 # of 250-700 buffers, 3 seeds, with dives from 0 rows: 6 runs lower, 3 higher, 9 level, mean -0.09 %
 DIVE_MIN_ROWS = LARGE_ROWS
+# ... but there they take the local search's turns (between the skyline search's restarts), where
+# the skyline search runs. Traced in best at 20 s on 7 cuts of 250-800 buffers, the local search's
+# turns lowered the peak in 3 of 63 (all on tall-64-400-s51, in its last 3 s), the dives in those
+# turns in 6 of 105 (their turns are shorter: they stop once they stall). On those 7 cuts
+# (pinwheel-350-s0, guillotine-700-s0, pinwheel-550-s1, long-tall-250-s2 and the tall set's three
+# under 1,000), against the local search: seed 0, mean 1.0730 -> 1.0638 x LOAD, 5 lower
+# (long-tall-250-s2 to LOAD, tall-256-700-s53 1.1413 -> 1.1256), none higher; seed 1, 1.0554 ->
+# 1.0533, 4 lower, 1 higher (1.0390 -> 1.0401). Random draws of 200-1,000 buffers (seeds 800-811 and
+# 820-831), seed 0: 21 of 24 level (19 at LOAD both ways), random829 1.1305 -> 1.1175, random831
+# 1.0493 -> 1.0360, random823 1.0800 -> 1.1000 (a rerun without the change: 1.1000; 1.1000 both ways
+# on seeds 1 and 2). exact at 60 s on the four of them it leaves above LOAD: random829 1.1264 ->
+# 1.1140, the others level. The dives' turn before the first restart, and dives on a stalled skyline
+# thread (IDLE_DIVES), stay on larger problems: with the latter on small ones too, pinwheel-350-s0
+# went 1.0533 -> 1.0667 and long-tall-250-s2 lost LOAD
+SMALL_DIVE_TURNS = True
 SKYLINE_AGAIN_MIN_S = 0.5
 # every other one of those restarts searches the problem with time reversed (the same plans: the dives
 # fill from the other end of time and reach other plans). best at 20 s, 16 + 8 rectangle cuts of
@@ -618,8 +633,9 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
       another size, ``RESTART_WINDOWS``), or, on problems of more than 1,000 movable rows, a
       large-neighbourhood search whose repair step is the canonical search
       (:func:`dsa.strategies._local_search.repair_windows`, ``REPAIR_SHARE`` of the time left);
-      where the skyline search ran, the random dives below take these turns on such problems
-      instead, while they can lower the peak (no busy period at it is too large for them);
+      where the skyline search ran, the random dives below take these turns instead, on problems
+      of any size (on those of at most ``DIVE_MIN_ROWS`` movable rows, with ``SMALL_DIVE_TURNS``),
+      while they can lower the peak (no busy period at it is too large for them);
     - odd turns, where the skyline search ran: the skyline search again, from the incumbent with a
       new seed (every other time with time reversed, ``REVERSE_AGAIN``), while
       ``SKYLINE_AGAIN_MIN_S`` is left, and the even turns between two of them get
@@ -627,16 +643,18 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
       ``SKYLINE_AGAIN_MIN_S`` left), the local search on problems of up to 1,000 movable rows,
       window repairs on larger ones.
 
-    Where the random dives below run, a skyline search that stalls while another of its turn still
-    runs gives its thread to them (one thread, from the turn's incumbent, until the last search of
-    the turn ends; ``IDLE_DIVES``), and the lowest plan of the turn is kept.
+    On problems of more than ``DIVE_MIN_ROWS`` movable rows, a skyline search that stalls while
+    another of its turn still runs gives its thread to the random dives below (one thread, from the
+    turn's incumbent, until the last search of the turn ends; ``IDLE_DIVES``), and the lowest plan of
+    the turn is kept.
 
     On problems of more than ``DIVE_MIN_ROWS`` (1,000) movable rows, under a deadline, canonical
     dives under randomly perturbed preorders
     (:func:`dsa.strategies._canonical_search.random_dives`) run after the first skyline search (or
     first, where it does not run) and before the turns, for ``DIVE_SHARE`` of the time left; they
     stop early once they stall, and run again in the even turns (``stats["dives"]``,
-    ``stats["dives_planned"]``, summed over their runs). Once a turn of theirs cannot hold a single
+    ``stats["dives_planned"]``, summed over their runs; on smaller problems they run in those turns
+    only). Once a turn of theirs cannot hold a single
     dive (near the deadline, or where a dive of the period at the peak takes longer than the turn),
     they get no more turns (``stats["dives_short"]``): the skyline search takes every turn while
     ``SKYLINE_AGAIN_MIN_S`` is left, the window repairs the time after that.
@@ -713,9 +731,11 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
         with lock:
             progress(time.perf_counter() - began, new_peak)
 
-    # on large problems, canonical dives under perturbed preorders (while none has shown that they
-    # cannot lower the peak: dives["on"])
-    dives = {"on": budget.deadline is not None and movable > DIVE_MIN_ROWS and DIVE_SHARE > 0,
+    # canonical dives under perturbed preorders (while none has shown that they cannot lower the
+    # peak: dives["on"]): in the turns between the skyline search's restarts, and on large problems a
+    # turn of them before those restarts and on stalled skyline threads
+    big = movable > DIVE_MIN_ROWS
+    dives = {"on": budget.deadline is not None and (big or SMALL_DIVE_TURNS) and DIVE_SHARE > 0,
              "search": search, "short": False}
 
     cutting = threading.Lock()
@@ -770,7 +790,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
             with lock:
                 running[0] -= 1
                 others = running[0] > 0
-            if IDLE_DIVES and others and dives["on"] and info.get("skyline_stalled"):
+            if IDLE_DIVES and others and dives["on"] and big and info.get("skyline_stalled"):
                 with thread_limit(1):
                     got = dive_run(max(0.0, end - time.perf_counter()), 9000 + k + 100_000 * w, shared,
                                    stop=lambda: running[0] == 0 or state["peak"] <= target)
@@ -813,7 +833,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
         stats["dives_s"] = stats.get("dives_s", 0.0) + time.perf_counter() - t
         return new
 
-    if dives["on"] and peak > target and not budget.exhausted:
+    if dives["on"] and big and peak > target and not budget.exhausted:
         # they come next; they stop early when they stall, and the turns below get the rest
         began = time.perf_counter()
         new = dives_turn(0, DIVE_SHARE)
@@ -831,7 +851,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
             stats["skyline_restarts"] += 1
             # every other restart with time reversed (another neighbourhood of the same plan)
             new = skyline_run(turn, reverse=REVERSE_AGAIN and stats["skyline_restarts"] % 2 == 1)
-        elif large and skyline and dives["on"] and not dives["short"] and (turn % 2 == 0 or again):
+        elif skyline and dives["on"] and not dives["short"] and (turn % 2 == 0 or again):
             new = dives_turn(1 + turn, LOCAL_SHARE)  # (in turns with the skyline search, the dives again)
         elif large and (turn % 2 == 0 or again):
             share = LOCAL_SHARE if skyline else REPAIR_SHARE
@@ -876,13 +896,13 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
        :mod:`dsa.strategies._skyline` (restarted bottom-left dives below the incumbent, and re-packs
        of what lies above a random level of it) gets ``SKYLINE_SHARE`` of the time left; on
        problems of more than 1,000 movable rows canonical dives under randomly perturbed preorders
-       come next (until they stall, at most ``DIVE_SHARE`` of the time left); then a
-       local search over greedy orders (:mod:`dsa.strategies._local_search`: squeaky wheel moves
-       under late acceptance; around the peak, a time window at a time, on large problems), on
-       problems of more than 1,000 rows the random dives again (time windows around the peak
-       re-planned by the canonical search where they cannot lower the peak or the skyline search
-       does not run), each restarted from the incumbent until the time limit, in turns with the
-       skyline search again from the incumbent (see :func:`improve_plan`).
+       come next (until they stall, at most ``DIVE_SHARE`` of the time left); then, where the
+       skyline search ran, those random dives again, at any size, while they can lower the peak;
+       else a local search over greedy orders (:mod:`dsa.strategies._local_search`: squeaky wheel
+       moves under late acceptance) on problems of up to 1,000 rows, and on larger ones time
+       windows around the peak re-planned by the canonical search; each restarted from the
+       incumbent until the time limit, in turns with the skyline search again from the incumbent
+       (see :func:`improve_plan`).
 
     Returns ``(offsets, proven_bound, stats)``; ``stats["improvements"]`` lists ``(seconds since t0,
     peak)`` of each lower plan.

@@ -66,10 +66,9 @@ them. In minimisation under a time limit (and no node limit), time that the cano
 (such a period sets the peak), and what is left after the canonical search had its share of it
 (``best.CANONICAL_SHARE`` on problems of more than ``best.LARGE_ROWS`` rows, ``CANONICAL_SHARE`` on
 smaller ones where the skyline search runs, see :func:`dsa.strategies.best.skyline_runs`), go to
-:func:`dsa.strategies.best.improve_plan` (the skyline search of :mod:`dsa.strategies._skyline`, on
-problems of more than ``best.DIVE_MIN_ROWS`` rows canonical dives under randomly perturbed preorders,
-time windows around the peak re-planned by the canonical search, and the local search over greedy
-orders)
+:func:`dsa.strategies.best.improve_plan` (the skyline search of :mod:`dsa.strategies._skyline`, in
+turns with canonical dives under randomly perturbed preorders, with time windows around the peak
+re-planned by the canonical search, or with the local search over greedy orders)
 until the limit: the call never returns early with the portfolio's plan.
 """
 from __future__ import annotations
