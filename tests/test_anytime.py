@@ -461,3 +461,51 @@ def test_a_round_of_lower_peak_that_lowers_the_peak_keeps_its_node_budget(monkey
         assert following == (budget if lowered else canonical.GROWTH * budget)
         kinds.add(lowered)
     assert kinds == {True, False}  # both rules were exercised
+
+
+@pytest.mark.parametrize("idle", [True, False])
+def test_a_stalled_skyline_search_searches_again_while_another_of_its_turn_runs(monkeypatch, idle):
+    import threading
+    import time
+
+    from dsa.strategies import _canonical_search, _local_search, _skyline
+
+    if _canonical_search.threads() < 2:
+        pytest.skip("needs two threads")
+    small = rectangle_cut(400, seed=5, pinwheel=0.3)
+    calls = []  # (start, end) of each search, in the order they start
+    lock = threading.Lock()
+
+    def search(problem, offsets, *, time_limit, seed, progress, reverse, stop):
+        with lock:
+            i = len(calls)
+            calls.append([time.perf_counter(), None])
+        if i == 0:  # the first search runs 0.3 s; every other one stalls after 0.02 s
+            while time.perf_counter() - calls[0][0] < 0.3 and not stop():
+                time.sleep(0.005)
+        else:
+            time.sleep(0.02)
+        calls[i][1] = time.perf_counter()
+        return np.array(offsets), {"skyline_nodes": 1, "skyline_probes": 0, "skyline_bottom_share": 0.0,
+                                   "skyline_stalled": i > 0}
+
+    monkeypatch.setattr(best_module, "skyline_runs", lambda problem, seconds: True)
+    monkeypatch.setattr(best_module, "SKYLINE_THREADS", 2)
+    monkeypatch.setattr(best_module, "SKYLINE_AGAIN_MIN_S", 0.01)
+    monkeypatch.setattr(best_module, "SMALL_DIVE_TURNS", False)
+    monkeypatch.setattr(best_module, "IDLE_SKYLINE", idle)
+    monkeypatch.setattr(_skyline, "skyline_search", search)
+    monkeypatch.setattr(_skyline, "warm", lambda: None)
+    monkeypatch.setattr(_local_search, "search_orders", lambda problem, offsets, **kw: (np.array(offsets),
+                                                                                       {"iterations": 0}))
+    start = dsa.solve(small, "best", improve=False).offsets
+    out, stats = best_module.improve_plan(small, start, dsa.load(small), Budget(1.0), 0)
+    assert np.array_equal(out, start) and stats["skyline_nodes"] == len(calls)
+    slow_end = calls[0][1]
+    during = [c for c in calls[1:] if c[0] < slow_end]  # searches started while the first one ran
+    if idle:
+        # its partner stalled at once and searched again, one search after another, until it ended
+        assert len(during) >= 3 and all(b[0] >= a[1] for a, b in zip(during, during[1:]))
+    else:
+        assert len(during) == 1  # the partner waited
+        assert stats["skyline_idle_s"] >= 0.2

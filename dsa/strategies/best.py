@@ -505,6 +505,15 @@ SKYLINE_THREADS: int | None = None
 # on fine-5000-s3). 15 cuts of 1,500-5,000 buffers, 3 seeds: 8 of 45 runs lower, 3 higher, -0.28 % of
 # LOAD on average (-0.02 % without continuous-1500-s14, whose seed-2 run fell 1.151 -> 1.033)
 IDLE_DIVES = True
+# elsewhere (smaller problems, or where the dives cannot lower the peak) such a thread searches again
+# with the skyline search, from its own plan (the others' are not known until they end) with a new
+# seed (every other time with time reversed), until the last search of the turn ends: on 7 cuts of 250-800 buffers and random829 and
+# random831 (767 and 750 buffers), best at 20 s had 0.1-7.3 of the 21 thread-seconds of the skyline
+# turns waiting so. Against waiting, 2 seeds: mean -0.16 % of LOAD, 8 of 18 runs lower (pinwheel-550-s1
+# 1.0638 -> 1.0532, long-tall-250-s2 1.0160 -> 1.0000 on seed 0, pinwheel-350-s0 1.0667 -> 1.0533 on
+# seed 1, the others by less than 0.3 %), 5 higher (pinwheel-350-s0 1.0533 -> 1.0667 on seed 0, the
+# others by less than 0.2 %), 5 level
+IDLE_SKYLINE = True
 
 
 def skyline_width() -> int:
@@ -645,8 +654,9 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
 
     On problems of more than ``DIVE_MIN_ROWS`` movable rows, a skyline search that stalls while
     another of its turn still runs gives its thread to the random dives below (one thread, from the
-    turn's incumbent, until the last search of the turn ends; ``IDLE_DIVES``), and the lowest plan of
-    the turn is kept.
+    turn's incumbent, until the last search of the turn ends; ``IDLE_DIVES``); elsewhere (or once the
+    dives cannot lower the peak) it searches again, from its own plan with a new seed, until then
+    (``IDLE_SKYLINE``). The lowest plan of the turn is kept.
 
     On problems of more than ``DIVE_MIN_ROWS`` (1,000) movable rows, under a deadline, canonical
     dives under randomly perturbed preorders
@@ -685,8 +695,9 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
         ``stats``: ``local_iterations``, ``local_s``, ``local_restarts``; when the skyline search
         ran, ``skyline_probes``, ``skyline_nodes``, ``skyline_restarts``, ``skyline_s`` (seconds of
         its turns), ``skyline_idle_s`` (seconds its threads waited, summed over threads: each search
-        stops at its own stall, and where no random dives take its thread, it then waits for the
-        slowest of its turn) and ``skyline_bottom_share`` (the largest share of a busy period's
+        stops at its own stall, and where neither random dives nor a new search take its thread,
+        it then waits for the slowest of its turn; ``skyline_nodes`` and ``skyline_probes`` count
+        those new searches too) and ``skyline_bottom_share`` (the largest share of a busy period's
         bytes x time that a climb covered with no waste, see
         :func:`dsa.strategies._skyline.skyline_search`); on large problems ``dives``,
         ``dives_planned`` (random dives run, and those that lowered a busy period, the skyline
@@ -796,6 +807,21 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
                                    stop=lambda: running[0] == 0 or state["peak"] <= target)
                 if plan_peak(problem, got) < plan_peak(problem, new):
                     new = got
+            elif IDLE_SKYLINE and others and info.get("skyline_stalled"):
+                r = 0
+                while running[0] > 0 and state["peak"] > target and end - time.perf_counter() >= SKYLINE_AGAIN_MIN_S:
+                    r += 1
+                    got, more = skyline_search(problem, new, time_limit=end - time.perf_counter(),
+                                               seed=_derived_seed(seed, 5000 + k + 100_000 * w + 1_000_000 * r),
+                                               progress=shared, reverse=reverse != ((w + r) % 2 == 1),
+                                               stop=lambda: running[0] == 0 or state["peak"] <= target)
+                    for key in ("skyline_nodes", "skyline_probes"):
+                        info[key] += more[key]
+                    info["skyline_bottom_share"] = max(info["skyline_bottom_share"], more["skyline_bottom_share"])
+                    if plan_peak(problem, got) < plan_peak(problem, new):
+                        new = got
+                    if not more.get("skyline_stalled"):
+                        break
             return new, info, time.perf_counter() - t
 
         if width > 1:
