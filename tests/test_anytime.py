@@ -284,8 +284,8 @@ def test_random_dives_start_no_dive_that_the_time_left_cannot_hold(large, monkey
 
 def _turns(monkeypatch, large, blocked, search=None, cuts=None, short=False):
     """The searches improve_plan runs on a problem (``large``, or a smaller one), in order, each
-    replaced by a stand-in that takes 0.02 s and lowers nothing (the random dives' stand-in reports ``blocked`` as given, and
-    with ``short`` that the time could not hold a dive, having run none).
+    replaced by a stand-in that takes 0.02 s and lowers nothing (the random dives' stand-in reports
+    ``blocked`` as given, and with ``short`` that the time could not hold a dive, having run none).
     ``search`` is passed on to improve_plan; ``cuts``, a list, gets the busy periods each run of the
     dives was given."""
     import time
@@ -508,4 +508,4 @@ def test_a_stalled_skyline_search_searches_again_while_another_of_its_turn_runs(
         assert len(during) >= 3 and all(b[0] >= a[1] for a, b in zip(during, during[1:]))
     else:
         assert len(during) == 1  # the partner waited
-        assert stats["skyline_idle_s"] >= 0.2
+        assert stats["skyline_idle_s"] >= 0.15  # (0.28 s of the first turn alone, unless delayed)

@@ -507,12 +507,12 @@ SKYLINE_THREADS: int | None = None
 IDLE_DIVES = True
 # elsewhere (smaller problems, or where the dives cannot lower the peak) such a thread searches again
 # with the skyline search, from its own plan (the others' are not known until they end) with a new
-# seed (every other time with time reversed), until the last search of the turn ends: on 7 cuts of 250-800 buffers and random829 and
-# random831 (767 and 750 buffers), best at 20 s had 0.1-7.3 of the 21 thread-seconds of the skyline
-# turns waiting so. Against waiting, 2 seeds: mean -0.16 % of LOAD, 8 of 18 runs lower (pinwheel-550-s1
-# 1.0638 -> 1.0532, long-tall-250-s2 1.0160 -> 1.0000 on seed 0, pinwheel-350-s0 1.0667 -> 1.0533 on
-# seed 1, the others by less than 0.3 %), 5 higher (pinwheel-350-s0 1.0533 -> 1.0667 on seed 0, the
-# others by less than 0.2 %), 5 level
+# seed (every other time with time reversed), until the last search of the turn ends. On 7 cuts of
+# 250-800 buffers and random829 and random831 (767 and 750 buffers), best at 20 s had 0.1-7.3 of the
+# 21 thread-seconds of the skyline turns waiting so. Against waiting, 2 seeds: mean -0.16 % of LOAD,
+# 8 of 18 runs lower (pinwheel-550-s1 1.0638 -> 1.0532 and long-tall-250-s2 1.0160 -> 1.0000 on seed
+# 0, pinwheel-350-s0 1.0667 -> 1.0533 on seed 1, the others by less than 0.3 %), 5 higher
+# (pinwheel-350-s0 1.0533 -> 1.0667 on seed 0, the others by less than 0.2 %), 5 level
 IDLE_SKYLINE = True
 
 
@@ -808,16 +808,19 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
                 if plan_peak(problem, got) < plan_peak(problem, new):
                     new = got
             elif IDLE_SKYLINE and others and info.get("skyline_stalled"):
-                r = 0
-                while running[0] > 0 and state["peak"] > target and end - time.perf_counter() >= SKYLINE_AGAIN_MIN_S:
+                r = 0  # (the searches again on this thread)
+                while (running[0] > 0 and state["peak"] > target
+                       and end - time.perf_counter() >= SKYLINE_AGAIN_MIN_S):
                     r += 1
+                    key = 5000 + k + 100_000 * w + 1_000_000 * r
                     got, more = skyline_search(problem, new, time_limit=end - time.perf_counter(),
-                                               seed=_derived_seed(seed, 5000 + k + 100_000 * w + 1_000_000 * r),
+                                               seed=_derived_seed(seed, key),
                                                progress=shared, reverse=reverse != ((w + r) % 2 == 1),
                                                stop=lambda: running[0] == 0 or state["peak"] <= target)
-                    for key in ("skyline_nodes", "skyline_probes"):
-                        info[key] += more[key]
-                    info["skyline_bottom_share"] = max(info["skyline_bottom_share"], more["skyline_bottom_share"])
+                    for name in ("skyline_nodes", "skyline_probes"):
+                        info[name] += more[name]
+                    info["skyline_bottom_share"] = max(info["skyline_bottom_share"],
+                                                       more["skyline_bottom_share"])
                     if plan_peak(problem, got) < plan_peak(problem, new):
                         new = got
                     if not more.get("skyline_stalled"):
