@@ -699,11 +699,12 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
         it then waits for the slowest of its turn; ``skyline_nodes`` and ``skyline_probes`` count
         those new searches too) and ``skyline_bottom_share`` (the largest share of a busy period's
         bytes x time that a climb covered with no waste, see
-        :func:`dsa.strategies._skyline.skyline_search`); on large problems ``dives``,
-        ``dives_planned`` (random dives run, and those that lowered a busy period, the skyline
-        turns' included), ``dives_s`` (seconds of their own runs), ``dives_short`` (True once a
-        turn of theirs could not hold a dive and they were left out of the later turns),
-        ``repair_windows`` (windows tried) and ``repaired`` (windows re-planned below the peak); and
+        :func:`dsa.strategies._skyline.skyline_search`); where random dives ran (on small
+        problems too, in the turns), ``dives``, ``dives_planned`` (random dives run, and those that
+        lowered a busy period, the skyline turns' included), ``dives_s`` (seconds of their own
+        runs), ``dives_short`` (True once a turn of theirs could not hold a dive and they were left
+        out of the later turns); on large problems ``repair_windows`` (windows tried) and
+        ``repaired`` (windows re-planned below the peak), where those ran; and
         ``improvements`` (a list of ``(seconds since t0, peak)``).
     """
     from dsa.strategies._local_search import repair_windows, search_orders
