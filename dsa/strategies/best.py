@@ -794,11 +794,17 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
             from dsa.budget import thread_limit
 
             t = time.perf_counter()
-            new, info = skyline_search(problem, out, time_limit=limit,
-                                       seed=_derived_seed(seed, 5000 + k + 100_000 * w),
-                                       progress=shared,
-                                       reverse=reverse != (w % 2 == 1),
-                                       stop=lambda: state["peak"] <= target)  # (another reached it)
+            infos = []  # (one per search this thread ran)
+
+            def search(start, r, seconds, stop):
+                # the r-th search on thread w: seeded by k, w and r, every other one the other way
+                got, info = skyline_search(problem, start, time_limit=seconds,
+                                           seed=_derived_seed(seed, 5000 + k + 100_000 * w + 1_000_000 * r),
+                                           progress=shared, reverse=reverse != ((w + r) % 2 == 1), stop=stop)
+                infos.append(info)
+                return got, info
+
+            new, info = search(out, 0, limit, lambda: state["peak"] <= target)  # (another reached it)
             with lock:
                 running[0] -= 1
                 others = running[0] > 0
@@ -813,20 +819,13 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
                 while (running[0] > 0 and state["peak"] > target
                        and end - time.perf_counter() >= SKYLINE_AGAIN_MIN_S):
                     r += 1
-                    key = 5000 + k + 100_000 * w + 1_000_000 * r
-                    got, more = skyline_search(problem, new, time_limit=end - time.perf_counter(),
-                                               seed=_derived_seed(seed, key),
-                                               progress=shared, reverse=reverse != ((w + r) % 2 == 1),
-                                               stop=lambda: running[0] == 0 or state["peak"] <= target)
-                    for name in ("skyline_nodes", "skyline_probes"):
-                        info[name] += more[name]
-                    info["skyline_bottom_share"] = max(info["skyline_bottom_share"],
-                                                       more["skyline_bottom_share"])
+                    got, info = search(new, r, end - time.perf_counter(),
+                                       lambda: running[0] == 0 or state["peak"] <= target)
                     if plan_peak(problem, got) < plan_peak(problem, new):
                         new = got
-                    if not more.get("skyline_stalled"):
+                    if not info.get("skyline_stalled"):
                         break
-            return new, info, time.perf_counter() - t
+            return new, infos, time.perf_counter() - t
 
         if width > 1:
             skyline_warm()  # (once, before the threads: each would load the kernels otherwise)
@@ -838,12 +837,13 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
             runs = [one(0)]
         wall = time.perf_counter() - t
         stats["skyline_s"] += wall
-        for _, info, took in runs:
-            stats["skyline_nodes"] += info["skyline_nodes"]
-            stats["skyline_probes"] += info["skyline_probes"]
+        for _, infos, took in runs:
+            for info in infos:
+                stats["skyline_nodes"] += info["skyline_nodes"]
+                stats["skyline_probes"] += info["skyline_probes"]
+                stats["skyline_bottom_share"] = max(stats["skyline_bottom_share"], info["skyline_bottom_share"])
             # (each search stops at its own stall; its thread then waits for the slowest)
             stats["skyline_idle_s"] += max(0.0, wall - took)
-            stats["skyline_bottom_share"] = max(stats["skyline_bottom_share"], info["skyline_bottom_share"])
         return min((new for new, _, _ in runs), key=lambda new: plan_peak(problem, new))
 
     if skyline:
