@@ -348,7 +348,7 @@ def test_the_skyline_search_takes_the_dives_turns_once_a_turn_could_not_hold_a_d
 @pytest.mark.parametrize("blocked", [False, True])
 def test_on_small_problems_random_dives_take_the_local_searchs_turns_only(monkeypatch, blocked):
     small = rectangle_cut(400, seed=5, pinwheel=0.3)
-    assert best_module._movable(small) <= best_module.DIVE_MIN_ROWS
+    assert len(small) <= best_module.DIVE_MIN_ROWS  # (a small problem: at most that many movable rows)
     calls, stats = _turns(monkeypatch, small, blocked=blocked)
     # no turn of dives before the first restart of the skyline search: its turns alternate with the
     # dives', or with the local search's once the dives cannot lower the peak
