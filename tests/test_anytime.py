@@ -361,6 +361,49 @@ def test_on_small_problems_random_dives_take_the_local_searchs_turns_only(monkey
     assert set(calls) == {"skyline", "local"} and stats["local_iterations"] == calls.count("local")
 
 
+@pytest.mark.parametrize("case", ["small", "small without dives' turns", "large"])
+def test_the_first_skyline_turn_is_shorter_on_small_problems_where_random_dives_take_the_turns(
+        case, large, monkeypatch):
+    # each skyline turn's searches get a share of the time left: the first SMALL_SKYLINE_SHARE on a
+    # small problem whose turns the random dives take, else (and in every later turn) SKYLINE_SHARE
+    import time
+
+    from dsa.strategies import _canonical_search, _local_search, _skyline
+
+    problem = large if case == "large" else rectangle_cut(400, seed=5, pinwheel=0.3)
+    monkeypatch.setattr(best_module, "SMALL_DIVE_TURNS", case != "small without dives' turns")
+    monkeypatch.setattr(best_module, "SKYLINE_SHARE", 0.7)
+    monkeypatch.setattr(best_module, "SMALL_SKYLINE_SHARE", 0.25)
+    monkeypatch.setattr(best_module, "skyline_runs", lambda problem, seconds: True)
+    monkeypatch.setattr(best_module, "SKYLINE_THREADS", 1)
+    monkeypatch.setattr(best_module, "SKYLINE_AGAIN_MIN_S", 0.01)
+    budget = Budget(0.6)
+    turns = []  # (each skyline search's time limit, and the time the budget had left)
+
+    def skyline(problem, offsets, *, time_limit, **kw):
+        turns.append((time_limit, budget.remaining()))
+        time.sleep(0.02)
+        return np.array(offsets), {"skyline_nodes": 0, "skyline_probes": 0, "skyline_bottom_share": 0.0}
+
+    def other(info):
+        def run(problem, offsets, **kw):
+            time.sleep(0.02)
+            return np.array(offsets), dict(info)
+        return run
+
+    monkeypatch.setattr(_skyline, "skyline_search", skyline)
+    monkeypatch.setattr(_canonical_search, "random_dives", other(
+        {"dives": 1, "planned": 0, "blocked": False, "short": False}))
+    monkeypatch.setattr(_local_search, "repair_windows", other({"windows": 1, "repaired": 0}))
+    monkeypatch.setattr(_local_search, "search_orders", other({"iterations": 1}))
+    start = dsa.solve(problem, "best", improve=False).offsets
+    best_module.improve_plan(problem, start, dsa.load(problem), budget, 0)
+    (limit, left), later = turns[0], [t for t in turns[1:] if t[1] > 0.1]
+    assert limit / left == pytest.approx(0.25 if case == "small" else 0.7, abs=0.05)
+    # (the restarts: those with a tenth of a second left, where a millisecond moves the share little)
+    assert later and all(limit / left == pytest.approx(0.7, abs=0.05) for limit, left in later)
+
+
 def test_the_dives_cut_the_problem_into_busy_periods_once_or_take_the_callers_cut(large, monkeypatch):
     from dsa.strategies._canonical_search import CanonicalSearch
 

@@ -395,8 +395,23 @@ CANONICAL_SHARE_SMALL = 0.2
 CANONICAL_MIN_S = 1.0
 # share of the time left that improve_plan gives the skyline search first (dsa.strategies._skyline),
 # under a deadline (rectangle cuts of 400-3,000 buffers at 5 s: 0.75 gave 1.0876 x LOAD against
-# 1.1005 without it, 6 instances)
+# 1.1005 without it, 6 instances), and each of its later turns
 SKYLINE_SHARE = 0.75
+# ... but its first turn gets this share instead on problems of at most DIVE_MIN_ROWS movable rows
+# where random dives take the turns after it (SMALL_DIVE_TURNS), so that the dives start sooner. On
+# tall cuts (64-256 cells per buffer) the first search did not stall: it kept its whole share (9.5 s
+# of best at 20 s on tall-256-700-s53), lowering the peak by 1.4 % of LOAD, and the dives' first turn
+# after it, at 16.8 s, lowered it by as much in 1 s. best at 20 s against 0.75, seeds 0 and 1: on
+# pinwheel-350-s0, guillotine-700-s0, pinwheel-550-s1, long-tall-250-s2, the tall set's three cuts
+# under 1,000 buffers and random823, random829 and random831, 8 of 20 runs lower (by 0.2-1.3 % of
+# LOAD), none higher, means 1.0706 -> 1.0680 and 1.0633 -> 1.0623 x LOAD (long-tall-250-s2 still at
+# LOAD, but found at 14-19 s instead of 8-10 s); on 12 cuts no run had seen (the tall families and
+# four coarse ones, 350-950 buffers, seeds 91-102), 1.0537 -> 1.0510 (6 lower, 1 higher) and
+# 1.0526 -> 1.0531 (2 lower, 4 higher: long-tall-500-s99 lost LOAD, 1.0056, and pinwheel-950-s101
+# went 1.0645 -> 1.0726). 0.25 and 0.55 there, seed 0: 1.0537 and 1.0519. On larger problems, where
+# the dives run before the turns anyway, 0.4 was worse (6 cuts of 1,200-4,000 buffers: 3 higher, 1
+# lower)
+SMALL_SKYLINE_SHARE = 0.4
 # restarted skyline dives at the lower bound (bound_look) get this share of the time left, when at
 # least BOUND_LOOK_MIN_S seconds are left, before the canonical search (best) or its rounds (exact):
 # on rectangle cuts, where the optimum is the bound, they reach it on some instances of 200-400
@@ -629,9 +644,11 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
     """Run the local search over greedy orders until the budget ends or the plan reaches ``target``.
 
     Under a deadline, on problems without fixed offsets, the skyline search of
-    :mod:`dsa.strategies._skyline` runs first, for ``SKYLINE_SHARE`` of the time left (with an empty
-    numba cache, only when at least ``SKYLINE_COLD_MIN_S`` seconds are left: its kernel takes about
-    3 s to compile; ``dsa warmup`` compiles it). Each of its turns runs :func:`skyline_width`
+    :mod:`dsa.strategies._skyline` runs first, for ``SKYLINE_SHARE`` of the time left
+    (``SMALL_SKYLINE_SHARE`` on problems of at most ``DIVE_MIN_ROWS`` movable rows, where the random
+    dives below take the turns after it; with an empty numba cache, only when at least
+    ``SKYLINE_COLD_MIN_S`` seconds are left: its kernel takes about 3 s to compile; ``dsa warmup``
+    compiles it). Each of its turns runs :func:`skyline_width`
     searches side by side on threads (the kernel releases the GIL), from the same incumbent, each
     with a seed of its own, every other one with time reversed; the lowest plan is kept, and once one
     reaches ``target`` the others stop at their next round. Then turns alternate until the deadline:
@@ -780,12 +797,12 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
                 dives["short"] = stats["dives_short"] = True
         return new
 
-    def skyline_run(k, reverse=False):
-        # skyline searches from the incumbent, SKYLINE_SHARE of the time left, side by side on
+    def skyline_run(k, reverse=False, share=SKYLINE_SHARE):
+        # skyline searches from the incumbent, ``share`` of the time left, side by side on
         # skyline_width() threads: the first with its k-th seed in the direction asked, the others with
         # seeds of their own, every other one with time the other way; the lowest plan is kept. A
         # search that stalls before the others gives its thread to random dives (IDLE_DIVES)
-        limit = budget.remaining() * SKYLINE_SHARE
+        limit = budget.remaining() * share
         width = skyline_width()
         running = [width]
         end = time.perf_counter() + limit
@@ -851,7 +868,8 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
         stats.update(skyline_nodes=0, skyline_probes=0, skyline_restarts=0, skyline_s=0.0, skyline_idle_s=0.0,
                      skyline_bottom_share=0.0)
         began = time.perf_counter()
-        new = skyline_run(0)
+        # (on small problems a shorter first turn, so that the dives' turns come sooner)
+        new = skyline_run(0, share=SKYLINE_SHARE if big or not dives["on"] else SMALL_SKYLINE_SHARE)
         if plan_peak(problem, new) < peak:
             out = new
             peak = state["peak"] = plan_peak(problem, out)
