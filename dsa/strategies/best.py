@@ -400,17 +400,17 @@ SKYLINE_SHARE = 0.75
 # ... but its first turn gets this share instead on problems of at most DIVE_MIN_ROWS movable rows
 # where random dives take the turns after it (SMALL_DIVE_TURNS), so that the dives start sooner. On
 # tall cuts (64-256 cells per buffer) the first search did not stall: it kept its whole share (9.5 s
-# of best at 20 s on tall-256-700-s53), lowering the peak by 1.4 % of LOAD, and the dives' first turn
-# after it, at 16.8 s, lowered it by as much in 1 s. best at 20 s against 0.75, seeds 0 and 1: on
-# pinwheel-350-s0, guillotine-700-s0, pinwheel-550-s1, long-tall-250-s2, the tall set's three cuts
-# under 1,000 buffers and random823, random829 and random831, 8 of 20 runs lower (by 0.2-1.3 % of
-# LOAD), none higher, means 1.0706 -> 1.0680 and 1.0633 -> 1.0623 x LOAD (long-tall-250-s2 still at
-# LOAD, but found at 14-19 s instead of 8-10 s); on 12 cuts no run had seen (the tall families and
-# four coarse ones, 350-950 buffers, seeds 91-102), 1.0537 -> 1.0510 (6 lower, 1 higher) and
-# 1.0526 -> 1.0531 (2 lower, 4 higher: long-tall-500-s99 lost LOAD, 1.0056, and pinwheel-950-s101
-# went 1.0645 -> 1.0726). 0.25 and 0.55 there, seed 0: 1.0537 and 1.0519. On larger problems, where
-# the dives run before the turns anyway, 0.4 was worse (6 cuts of 1,200-4,000 buffers: 3 higher, 1
-# lower)
+# of best at 20 s on tall-256-700-s53), lowering the peak by 1.4 % of LOAD, and the dives' first
+# turn after it, at 16.8 s, lowered it by as much in 1 s. best at 20 s against 0.75, seeds 0 and 1:
+# on pinwheel-350-s0, guillotine-700-s0, pinwheel-550-s1, long-tall-250-s2, the tall set's three
+# cuts under 1,000 buffers and random823, random829 and random831, 8 of 20 runs lower (by 0.2-1.3 %
+# of LOAD), none higher, means 1.0706 -> 1.0680 and 1.0633 -> 1.0623 x LOAD (long-tall-250-s2 still
+# at LOAD, but found at 14-20 s instead of 8-14 s); on 12 cuts no run had seen (the tall set's four
+# families and four of the main set's, 350-950 buffers, seeds 91-102), 1.0537 -> 1.0510 (6 lower, 1
+# higher) and 1.0526 -> 1.0531 (2 lower, 4 higher: long-tall-500-s99 lost LOAD, 1.0056, and
+# pinwheel-950-s101 went 1.0645 -> 1.0726). 0.25 and 0.55 there, seed 0: 1.0537 and 1.0519. On
+# larger problems, where the dives run before the turns anyway, 0.4 was worse (6 cuts of 1,200-4,000
+# buffers: 3 higher, 1 lower)
 SMALL_SKYLINE_SHARE = 0.4
 # restarted skyline dives at the lower bound (bound_look) get this share of the time left, when at
 # least BOUND_LOOK_MIN_S seconds are left, before the canonical search (best) or its rounds (exact):
