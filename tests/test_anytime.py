@@ -282,12 +282,13 @@ def test_random_dives_start_no_dive_that_the_time_left_cannot_hold(large, monkey
     assert stats["dives"] == 0 and not stats["short"]
 
 
-def _turns(monkeypatch, large, blocked, search=None, cuts=None, short=False):
+def _turns(monkeypatch, large, blocked, search=None, cuts=None, short=False, limits=None):
     """The searches improve_plan runs on a problem (``large``, or a smaller one), in order, each
     replaced by a stand-in that takes 0.02 s and lowers nothing (the random dives' stand-in reports
     ``blocked`` as given, and with ``short`` that the time could not hold a dive, having run none).
     ``search`` is passed on to improve_plan; ``cuts``, a list, gets the busy periods each run of the
-    dives was given."""
+    dives was given; ``limits``, a list, gets each skyline search's time limit and the time the
+    budget had left then."""
     import time
 
     from dsa.strategies import _canonical_search, _local_search, _skyline
@@ -299,6 +300,8 @@ def _turns(monkeypatch, large, blocked, search=None, cuts=None, short=False):
             calls.append(name)
             if cuts is not None and name == "dives":
                 cuts.append(kw["search"])
+            if limits is not None and name == "skyline":
+                limits.append((kw["time_limit"], budget.remaining()))
             time.sleep(0.02)
             return np.array(offsets), dict(info)
         return run
@@ -313,7 +316,8 @@ def _turns(monkeypatch, large, blocked, search=None, cuts=None, short=False):
     monkeypatch.setattr(_local_search, "repair_windows", stand_in("repair", {"windows": 1, "repaired": 0}))
     monkeypatch.setattr(_local_search, "search_orders", stand_in("local", {"iterations": 1}))
     start = dsa.solve(large, "best", improve=False).offsets
-    out, stats = best_module.improve_plan(large, start, dsa.load(large), Budget(0.6), 0, search=search)
+    budget = Budget(0.6)
+    out, stats = best_module.improve_plan(large, start, dsa.load(large), budget, 0, search=search)
     assert np.array_equal(out, start)
     return calls, stats
 
@@ -366,38 +370,12 @@ def test_the_first_skyline_turn_is_shorter_on_small_problems_where_random_dives_
         case, large, monkeypatch):
     # each skyline turn's searches get a share of the time left: the first SMALL_SKYLINE_SHARE on a
     # small problem whose turns the random dives take, else (and in every later turn) SKYLINE_SHARE
-    import time
-
-    from dsa.strategies import _canonical_search, _local_search, _skyline
-
     problem = large if case == "large" else rectangle_cut(400, seed=5, pinwheel=0.3)
     monkeypatch.setattr(best_module, "SMALL_DIVE_TURNS", case != "small without dives' turns")
     monkeypatch.setattr(best_module, "SKYLINE_SHARE", 0.7)
     monkeypatch.setattr(best_module, "SMALL_SKYLINE_SHARE", 0.25)
-    monkeypatch.setattr(best_module, "skyline_runs", lambda problem, seconds: True)
-    monkeypatch.setattr(best_module, "SKYLINE_THREADS", 1)
-    monkeypatch.setattr(best_module, "SKYLINE_AGAIN_MIN_S", 0.01)
-    budget = Budget(0.6)
-    turns = []  # (each skyline search's time limit, and the time the budget had left)
-
-    def skyline(problem, offsets, *, time_limit, **kw):
-        turns.append((time_limit, budget.remaining()))
-        time.sleep(0.02)
-        return np.array(offsets), {"skyline_nodes": 0, "skyline_probes": 0, "skyline_bottom_share": 0.0}
-
-    def other(info):
-        def run(problem, offsets, **kw):
-            time.sleep(0.02)
-            return np.array(offsets), dict(info)
-        return run
-
-    monkeypatch.setattr(_skyline, "skyline_search", skyline)
-    monkeypatch.setattr(_canonical_search, "random_dives", other(
-        {"dives": 1, "planned": 0, "blocked": False, "short": False}))
-    monkeypatch.setattr(_local_search, "repair_windows", other({"windows": 1, "repaired": 0}))
-    monkeypatch.setattr(_local_search, "search_orders", other({"iterations": 1}))
-    start = dsa.solve(problem, "best", improve=False).offsets
-    best_module.improve_plan(problem, start, dsa.load(problem), budget, 0)
+    turns = []
+    _turns(monkeypatch, problem, blocked=False, limits=turns)
     (limit, left), later = turns[0], [t for t in turns[1:] if t[1] > 0.1]
     assert limit / left == pytest.approx(0.25 if case == "small" else 0.7, abs=0.05)
     # (the restarts: those with a tenth of a second left, where a millisecond moves the share little)
