@@ -408,9 +408,11 @@ SKYLINE_SHARE = 0.75
 # at LOAD, but found at 14-20 s instead of 8-14 s); on 12 cuts no run had seen (the tall set's four
 # families and four of the main set's, 350-950 buffers, seeds 91-102), 1.0537 -> 1.0510 (6 lower, 1
 # higher) and 1.0526 -> 1.0531 (2 lower, 4 higher: long-tall-500-s99 lost LOAD, 1.0056, and
-# pinwheel-950-s101 went 1.0645 -> 1.0726). 0.25 and 0.55 there, seed 0: 1.0537 and 1.0519. On
-# larger problems, where the dives run before the turns anyway, 0.4 was worse (6 cuts of 1,200-4,000
-# buffers: 3 higher, 1 lower)
+# pinwheel-950-s101 went 1.0645 -> 1.0726); on long cuts the first search is what finds LOAD, but on
+# six long-tall cuts of 250-950 buffers drawn to check that (seeds 111-116), 4 were lower, 1 higher
+# (1.0250 -> 1.0375), mean 1.0308 -> 1.0261. 0.25 and 0.55 on the 12 unseen cuts, seed 0: 1.0537 and
+# 1.0519. On larger problems, where the dives run before the turns anyway, 0.4 was worse (6 cuts of
+# 1,200-4,000 buffers: 3 higher, 1 lower)
 SMALL_SKYLINE_SHARE = 0.4
 # restarted skyline dives at the lower bound (bound_look) get this share of the time left, when at
 # least BOUND_LOOK_MIN_S seconds are left, before the canonical search (best) or its rounds (exact):
