@@ -803,7 +803,8 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
         # skyline searches from the incumbent, ``share`` of the time left, side by side on
         # skyline_width() threads: the first with its k-th seed in the direction asked, the others with
         # seeds of their own, every other one with time the other way; the lowest plan is kept. A
-        # search that stalls before the others gives its thread to random dives (IDLE_DIVES)
+        # search that stalls before the others gives its thread to random dives (IDLE_DIVES) or
+        # searches again from its own plan (IDLE_SKYLINE)
         limit = budget.remaining() * share
         width = skyline_width()
         running = [width]
