@@ -89,13 +89,13 @@ EXTEND_SHARE = 0.5  # share of those rounds that start from the incumbent's bott
 EXTEND_LO = 0.6     # ... cut at a level drawn from [EXTEND_LO, 1] of its height
 MIRROR_SHARE = 0.5  # share of the re-packs that keep the top of the incumbent and re-pack its bottom
 BAND_SHARE = 0.5    # share of the re-packs that keep its top and its bottom and re-pack a band between
-# (A band costs about a floor's 0.05 s, a probe of the whole up to SLICE_MAX, a bottom with no waste
-# 0.3-0.5 s: traced in best at 20 s on 7 rectangle cuts of 550-5,000 buffers, bands lowered the peak
-# 11 times in 7 s, probes of the whole 20 times in 56 s, bottoms 13 times in 52 s, floors never in
-# 121 tries. Rounds of up to 8 bands each, until one lowers the peak, with bands in place of floors:
-# on those cuts and 3 others, 2 seeds, mean -0.30 % of LOAD, 12 of 20 runs lower, 3 higher; but on
-# 24 cuts no run had seen (250-4,000 buffers) 8 lower and 10 higher, +0.30 % on the six of 1,500-4,000
-# buffers over 2 seeds. Not taken.)
+# (A band is one probe of at most FLOOR_SLICE_S, a probe of the whole up to SLICE_MAX, a bottom with
+# no waste 0.3-0.5 s: traced in best at 20 s on 7 rectangle cuts of 550-5,000 buffers, bands lowered
+# the peak 11 times in 7 s, probes of the whole 20 times in 56 s, bottoms 13 times in 52 s, floors
+# never in 121 tries, each ending at once. Rounds of up to 8 bands each, until one lowers the peak,
+# with bands in place of floors: on those cuts and 3 others, 2 seeds, mean -0.30 % of LOAD, 12 of 20
+# runs lower, 3 higher; but on 24 cuts no run had seen (250-4,000 buffers) 8 lower and 10 higher,
+# +0.30 % on the six of 1,500-4,000 buffers over 2 seeds. Not taken.)
 BAND_JITTER = 0.5   # the band takes in each column at the peak the hole nearest a random level, give
                     # or take a random distance up to this share of the peak ...
 BAND_MARGIN = 0.05  # ... and a random margin up to this share of it below and above
