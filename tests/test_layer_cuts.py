@@ -55,6 +55,89 @@ def test_find_layer_is_none_where_no_band_exists():
         assert layers.find_layer(starts, ends, sizes, seed_row, 5.0) is None
 
 
+def test_find_layer_reports_whether_its_program_settled():
+    # optimal (a smallest layer) and proven infeasible (none) are settled
+    report = {}
+    assert layers.find_layer(*_two_bands(), 0, 5.0, report=report) is not None and report == {"settled": True}
+    blocks = np.array([(0, 2, 0, 1), (2, 3, 0, 2), (1, 3, 2, 3), (0, 1, 1, 3), (1, 2, 1, 2)])
+    report = {}
+    assert layers.find_layer(blocks[:, 0], blocks[:, 1], blocks[:, 3] - blocks[:, 2], 0, 5.0,
+                             report=report) is None and report == {"settled": True}
+    # a coarse cut of 2,500 buffers, one busy period with no instant free of crossings: its
+    # program runs for seconds (0.5 s stopped it with a layer it had not proven the smallest), so
+    # 10 ms stop it at its limit
+    p = rectangle_cut(2500, seed=121, pinwheel=0.4, cells_per_buffer=16)
+    report = {}
+    layers.find_layer(p.starts, p.ends, p.sizes, 0, 0.01, report=report)
+    assert report == {"settled": False}
+
+
+def test_a_block_whose_program_stops_at_its_limit_stays_whole(monkeypatch):
+    p = _stacked_cuts(60, 40, 0, cells_per_buffer=256)
+    cap = dsa.load(p)
+    calls = {"layer": 0, "rectangle": 0}
+
+    def unsettled(starts, ends, sizes, seed_row, time_limit, report=None):
+        calls["layer"] += 1
+        report["settled"] = False
+        return np.arange(len(sizes)) == seed_row      # (a "layer" the split must not use)
+
+    def rectangle(*args):
+        calls["rectangle"] += 1
+        return None
+
+    monkeypatch.setattr(layers, "find_layer", unsettled)
+    monkeypatch.setattr(layers, "find_rectangle", rectangle)
+    monkeypatch.setattr(layers, "RECTANGLE_MIN_ROWS", 0)
+    stats = {}
+    leaves = layers.split(p, np.arange(len(p)), cap, time.perf_counter() + 30, np.random.default_rng(0), stats)
+    # one program per block that reaches one (no second seed), no rectangle, no layer: every block
+    # that the cuts and merges leave is a leaf, planned at the full height of its span
+    assert calls["layer"] == stats["layer_unsettled"] >= 1 and calls["rectangle"] == 0
+    assert "layers" not in stats and "rectangles" not in stats
+    rows = np.sort(np.concatenate([leaf.rows for leaf in leaves]))
+    assert rows.tolist() == list(range(len(p)))
+    # with max_rows below the blocks that stay whole, the split ends there
+    assert layers.split(p, np.arange(len(p)), cap, time.perf_counter() + 30, np.random.default_rng(0),
+                        max_rows=5) is None
+    # switched off, the layer is taken and a second program runs on each part
+    monkeypatch.setattr(layers, "UNSETTLED_LEAF", False)
+    calls["layer"] = 0
+    stats = {}
+    layers.split(p, np.arange(len(p)), cap, time.perf_counter() + 30, np.random.default_rng(0), stats)
+    assert stats.get("layers", 0) >= 1 and "layer_unsettled" not in stats
+
+
+def test_a_leaf_whose_program_stopped_at_its_limit_gets_a_short_look(monkeypatch):
+    p = _stacked_cuts(60, 40, 1, cells_per_buffer=256)
+    # a buffer over the whole span, stacked apart: the rest is cut from it, so the looks run
+    top = int(p.sizes.max())
+    q = dsa.Problem(np.append(p.starts, p.starts.min()), np.append(p.ends, p.ends.max()), np.append(p.sizes, top))
+    cap = dsa.load(q)
+
+    def unsettled(starts, ends, sizes, seed_row, time_limit, report=None):
+        report["settled"] = False
+        return None
+
+    shares = []
+
+    def look(sub, offsets, height, until, **kw):
+        now = time.perf_counter()
+        shares.append((until - now) / (deadline - now))
+        return None
+
+    monkeypatch.setattr(layers, "find_layer", unsettled)
+    monkeypatch.setattr(_skyline, "bound_look", look)
+    deadline = time.perf_counter() + 100
+    assert layers.plan(q, np.cumsum(q.sizes) - q.sizes, cap, deadline) is None
+    assert len(shares) == 1 and 0 < shares[0] <= layers.UNSETTLED_LOOK_SHARE + 1e-3
+    # a leaf that stayed whole for want of a layer (a settled program) gets the time to the deadline
+    monkeypatch.setattr(layers, "UNSETTLED_LEAF", False)
+    shares.clear()
+    assert layers.plan(q, np.cumsum(q.sizes) - q.sizes, cap, deadline) is None
+    assert len(shares) == 1 and shares[0] > 0.99
+
+
 def test_balanced_is_checked_in_integers():
     starts, ends, sizes = _two_bands()
     assert layers._balanced(starts, ends, sizes, np.array([True, True, False, False]))

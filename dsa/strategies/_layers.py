@@ -38,7 +38,9 @@ but one chosen, the number chosen minimised, so that the smallest layer holding 
 guillotine cut's band). The solver's answer is checked again in integers. A set of buffers with a
 constant load need not have a tiling of its own band (a coincidence of sizes): then a leaf's look
 fails and :func:`plan` returns None; nothing it returns is trusted before the independent validator
-accepts it.
+accepts it. On coarse grids (16 cells per buffer) such coincidences abound and the program on a large
+block stops at its time limit, with a layer it has not proven the smallest (most often a coincidence)
+or with none: such a block is left whole, and its look is short (``UNSETTLED_LEAF``).
 
 The structure used is that of guillotine cuts (P. C. Gilmore and R. E. Gomory, "Multistage cutting
 stock problems of two and more dimensions", Operations Research 13(1), 1965): a cut along the time
@@ -64,6 +66,17 @@ __all__ = ["plan", "available", "find_layer", "find_rectangle", "split", "Leaf"]
 LAYER_S = 0.5
 # ... and a block this many seeds (buffers the layer must hold, drawn at random) before it is a leaf
 SEEDS = 2
+# where a layer's program stops at its time limit (HiGHS neither proved its layer the smallest nor
+# ruled one out), the block stays whole: a leaf, with no more seeds and no rectangle tried. On coarse
+# cuts many sets keep a constant load by coincidence and such programs are the rule: the cuts went on
+# until their share of the time ran out, for no plan (2.5-3 s of best's 20 s on 11 coarse cuts of
+# 1,500-5,000 buffers, 3.5-7 s at 60 s; now 0.6-2.2 s). On the cuts that the layers plan at the bound
+# the programs settle (0.01-0.5 s), or stop late on a block that the look then plans at once
+UNSETTLED_LEAF = True
+# ... and such a leaf's look gets at most this share of the time left to the deadline: where the dives
+# plan one they do so at once (random604, random611: 778 and 925 merged buffers in 0.01 s); on three
+# tall cuts of 1,200-2,500 buffers they took 4.5-5.4 s for none
+UNSETTLED_LOOK_SHARE = 0.05
 # blocks of at most this many buffers are leaves (the dives plan such blocks at the bound at once)
 LEAF_ROWS = 2
 # merge buffers before looking for layers (dsa.strategies._contract): where every plan within the
@@ -153,7 +166,7 @@ def _balanced(starts, ends, sizes, chosen) -> bool:
     return not np.any(net[inside])
 
 
-def find_layer(starts, ends, sizes, seed_row: int, time_limit: float):
+def find_layer(starts, ends, sizes, seed_row: int, time_limit: float, report=None):
     """The smallest layer of the block holding ``seed_row``, as a boolean mask, or None.
 
     The block is the buffers given (all of them alive within ``[starts.min(), ends.max())``); a layer
@@ -167,6 +180,9 @@ def find_layer(starts, ends, sizes, seed_row: int, time_limit: float):
         A position into the arrays: the layer holds that buffer.
     time_limit : float
         Seconds for the integer program.
+    report : dict, optional
+        Gets ``settled``: False where the solver stopped at its time limit (with a layer that it did
+        not prove the smallest, or with none found and none ruled out), True otherwise.
 
     Returns
     -------
@@ -180,6 +196,8 @@ def find_layer(starts, ends, sizes, seed_row: int, time_limit: float):
     t0, t1 = starts.min(), ends.max()
     ending, starting = np.flatnonzero(ends < t1), np.flatnonzero(starts > t0)
     times = np.unique(np.concatenate([ends[ending], starts[starting]]))
+    if report is not None:
+        report["settled"] = True
     if len(times) == 0:                   # every buffer spans the block: each one alone is a layer
         chosen = np.arange(n) == seed_row
         return chosen if n > 1 else None
@@ -195,6 +213,8 @@ def find_layer(starts, ends, sizes, seed_row: int, time_limit: float):
     options = {"time_limit": max(0.01, time_limit), "presolve": PRESOLVE}
     result = milp(np.ones(n), constraints=constraints, integrality=np.ones(n),
                   bounds=Bounds(lower, np.ones(n)), options=options)
+    if report is not None:
+        report["settled"] = result.status in (0, 2)   # (optimal, or proven infeasible; 1: a limit)
     if result.x is None:
         return None
     chosen = np.asarray(result.x) > 0.5
@@ -300,7 +320,8 @@ class Leaf(NamedTuple):
     Where a rectangle was cut out of a block (:func:`find_rectangle`), it stands in the rest as one
     buffer, named by an id past the problem's rows (``len(problem) + k`` for the ``k``-th rectangle)
     among ``rows``; the leaves cut from the rectangle have that id as ``anchor``, and their ``base``
-    is counted from the rectangle's offset (-1: from 0)."""
+    is counted from the rectangle's offset (-1: from 0). ``settled`` is False for a block that stayed
+    whole because a layer's program stopped at its time limit (``UNSETTLED_LEAF``)."""
 
     rows: np.ndarray
     base: int
@@ -311,6 +332,7 @@ class Leaf(NamedTuple):
     node: np.ndarray
     rel: np.ndarray
     anchor: int = -1
+    settled: bool = True
 
     def expand(self, offsets):
         """Offsets of ``rows`` from a plan of the leaf's buffers (within ``[0, height)``), counted
@@ -378,12 +400,12 @@ class _Buffers:
                                 np.concatenate([self.rel[block[i]] + c.rel[i] for i in where])))
         return np.asarray(out, dtype=np.int64)
 
-    def leaf(self, block, base, high, anchor=-1) -> Leaf:
+    def leaf(self, block, base, high, anchor=-1, settled=True) -> Leaf:
         starts, ends, sizes = self.arrays(block)
         counts = [len(self.rows[k]) for k in block]
         return Leaf(np.concatenate([self.rows[k] for k in block]), int(base), int(high), starts, ends, sizes,
                     np.repeat(np.arange(len(block)), counts), np.concatenate([self.rel[k] for k in block]),
-                    int(anchor))
+                    int(anchor), bool(settled))
 
 
 def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows=None, first_virtual=None):
@@ -399,10 +421,13 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
     buffers with no layer, a rectangle (:func:`find_rectangle`) becomes a block of its own, planned
     from the offset of one buffer that stands for it in the rest (the leaves cut from it have that
     buffer's id as ``anchor``: ``first_virtual`` for the first rectangle, default ``len(problem)``,
-    then the next ids); no layer is looked for in the rest. With ``max_rows``, None comes back as
-    soon as a block of more buffers than that stays whole. ``stats`` (a dict) counts ``layers``,
-    ``rectangles``, ``layer_programs`` (a rectangle's search counts as one) and the merges by kind
-    (``merged_chain``, ``merged_stack``, ``merged_pinwheel``) and sums ``layer_s``.
+    then the next ids); no layer is looked for in the rest. With ``UNSETTLED_LEAF``, a block whose
+    layer's program stops at its time limit stays whole, with no more seeds and no rectangle tried
+    (a leaf whose ``settled`` is False). With ``max_rows``, None comes back as soon as a block of more
+    buffers than that stays whole. ``stats`` (a dict) counts ``layers``, ``rectangles``,
+    ``layer_programs`` (a rectangle's search counts as one), ``layer_unsettled`` (programs stopped
+    at their limit, where that left the block whole) and the merges by kind (``merged_chain``,
+    ``merged_stack``, ``merged_pinwheel``) and sums ``layer_s``.
     """
     import heapq
 
@@ -417,17 +442,17 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
         heapq.heappush(stack, (-len(block), count, block, base, high, merged, anchor, layered))
         count += 1
 
-    def leaf(block, base, high, anchor):
-        leaves.append(buffers.leaf(block, base, high, anchor))
+    def leaf(block, base, high, anchor, settled=True):
+        leaves.append(buffers.leaf(block, base, high, anchor, settled))
         return max_rows is not None and len(block) > max_rows
 
-    def program(find, limit, *args):
+    def program(find, limit, *args, **options):
         # (one search, up to `limit` seconds, counted; None once the deadline has passed)
         left = deadline - time.perf_counter()
         if left <= 0:
             return None
         began = time.perf_counter()
-        out = find(*args, min(limit, left))
+        out = find(*args, min(limit, left), **options)
         if stats is not None:
             stats["layer_programs"] = stats.get("layer_programs", 0) + 1
             stats["layer_s"] = stats.get("layer_s", 0.0) + time.perf_counter() - began
@@ -458,9 +483,16 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
             fewer = buffers.contract(block, deadline, stats)
             push(fewer, base, high, anchor, merged=True, layered=layered)
             continue
-        layer = None
+        layer, settled = None, True
         for seed_row in rng.permutation(len(block))[:SEEDS if layered else 0]:
-            layer = program(find_layer, LAYER_S, starts, ends, sizes, int(seed_row))
+            report = {}
+            layer = program(find_layer, LAYER_S, starts, ends, sizes, int(seed_row), report=report)
+            if UNSETTLED_LEAF and not report.get("settled", True):
+                # (a program stopped at its limit: the block stays whole, see UNSETTLED_LEAF)
+                layer, settled = None, False
+                if stats is not None:
+                    stats["layer_unsettled"] = stats.get("layer_unsettled", 0) + 1
+                break
             if layer is not None:
                 break
         if layer is not None:
@@ -472,10 +504,10 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
             push(block[~layer], base + low, high - low, anchor)
             continue
         cut = None
-        if len(block) > RECTANGLE_MIN_ROWS:
+        if len(block) > RECTANGLE_MIN_ROWS and settled:
             cut = program(find_rectangle, RECTANGLE_S, starts, ends, sizes, rng)
         if cut is None:
-            if leaf(block, base, high, anchor):
+            if leaf(block, base, high, anchor, settled):
                 return None
             continue
         if stats is not None:
@@ -632,7 +664,9 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     :func:`dsa.strategies._skyline.bound_look`, the largest first, until ``deadline``; the first
     that fails ends the attempt (None). With ``partial``, each leaf's look gets a share of the time
     left (the square root of its share of the buffers left; a leaf of more than ``LEAF_MAX_ROWS``
-    buffers gets none), and a leaf not planned within its height is planned by ``best`` for
+    buffers gets none; a leaf left whole by a program stopped at its limit, at most
+    ``UNSETTLED_LOOK_SHARE`` of it, with or without ``partial``), and a leaf not planned within its
+    height is planned by ``best`` for
     ``FALLBACK_S`` seconds (none past ``deadline``: then the attempt ends), above its band. With
     ``repair_until`` too, where such leaves hold at most ``REPAIR_MAX_SHARE`` of the buffers cut,
     each is then searched alone (best's improvement phase on its buffers, :func:`_repair`) for
@@ -652,7 +686,8 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     seed : int, optional
     stats : dict, optional
         Gets ``layers`` and ``rectangles`` (splits made), ``layer_programs``, ``layer_s`` (the
-        integer programs' seconds), ``merged_chain``, ``merged_stack`` and ``merged_pinwheel`` (merges made),
+        integer programs' seconds), ``layer_unsettled`` (programs stopped at their limit that left a
+        block whole), ``merged_chain``, ``merged_stack`` and ``merged_pinwheel`` (merges made),
         ``layer_leaves`` and ``layer_rows`` (the largest leaf's buffers, once merged), and
         ``layer_failed`` (leaves planned above their bands); where their searches ran,
         ``layer_repaired`` (those they lowered) and ``layer_repair_s``.
@@ -710,8 +745,10 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
             stacked = np.cumsum(sub.sizes) - sub.sizes   # a valid plan to start from (no two overlap)
             # (with partial plans, each leaf's look gets a share of the time left: the square root of
             # its share of the buffers left, so that the largest, the hardest, get the most)
+            # (a leaf whose program stopped at its limit, UNSETTLED_LOOK_SHARE at most)
             now = time.perf_counter()
-            until = now + max(0.0, deadline - now) * (len(leaf.sizes) / left) ** 0.5 if partial else deadline
+            share = (len(leaf.sizes) / left) ** 0.5 if partial else 1.0
+            until = now + max(0.0, deadline - now) * (share if leaf.settled else min(share, UNSETTLED_LOOK_SHARE))
             look = _skyline.bound_look(sub, stacked, leaf.height, until, seed=seed)
         left -= len(leaf.sizes)
         if look is None:
