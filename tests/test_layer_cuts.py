@@ -100,6 +100,10 @@ def test_a_block_whose_program_stops_at_its_limit_stays_whole(monkeypatch):
     # with max_rows below the blocks that stay whole, the split ends there
     assert layers.split(p, np.arange(len(p)), cap, time.perf_counter() + 30, np.random.default_rng(0),
                         max_rows=5) is None
+    # ... and with max_rows above them, where they are more than LEAF_MAX_ROWS (as partial plans ask)
+    monkeypatch.setattr(layers, "LEAF_MAX_ROWS", 5)
+    assert layers.split(p, np.arange(len(p)), cap, time.perf_counter() + 30, np.random.default_rng(0),
+                        max_rows=10 ** 6) is None
     # switched off, the layer is taken and a second program runs on each part
     monkeypatch.setattr(layers, "UNSETTLED_LEAF", False)
     calls["layer"] = 0

@@ -71,7 +71,10 @@ SEEDS = 2
 # cuts many sets keep a constant load by coincidence and such programs are the rule: the cuts went on
 # until their share of the time ran out, for no plan (2.5-3 s of best's 20 s on 11 coarse cuts of
 # 1,500-5,000 buffers, 3.5-7 s at 60 s; now 0.6-2.2 s). On the cuts that the layers plan at the bound
-# the programs settle (0.01-0.5 s), or stop late on a block that the look then plans at once
+# the programs settle (0.01-0.5 s), or stop late on a block that the look then plans at once. Such a
+# block stays a leaf only up to LEAF_MAX_ROWS, with partial plans too (random714, 12,863 buffers, best
+# at 20 s: kept, a block of 3,100 merged buffers planned by best and searched apart for 4.9 s gave
+# 1.2118 x LOAD at 8.8 s; not kept, the search of the whole was at 1.1688 at 6.0 s; both 1.1658 at 20 s)
 UNSETTLED_LEAF = True
 # ... and such a leaf's look gets at most this share of the time left to the deadline: where the dives
 # plan one they do so at once (random604, random611: 778 and 925 merged buffers in 0.01 s); on three
@@ -424,7 +427,8 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
     then the next ids); no layer is looked for in the rest. With ``UNSETTLED_LEAF``, a block whose
     layer's program stops at its time limit stays whole, with no more seeds and no rectangle tried
     (a leaf whose ``settled`` is False). With ``max_rows``, None comes back as soon as a block of more
-    buffers than that stays whole. ``stats`` (a dict) counts ``layers``, ``rectangles``,
+    buffers than that stays whole (one left whole by a program stopped at its limit: more than
+    ``LEAF_MAX_ROWS``, where that is fewer). ``stats`` (a dict) counts ``layers``, ``rectangles``,
     ``layer_programs`` (a rectangle's search counts as one), ``layer_unsettled`` (programs stopped
     at their limit, where that left the block whole) and the merges by kind (``merged_chain``,
     ``merged_stack``, ``merged_pinwheel``) and sums ``layer_s``.
@@ -444,7 +448,9 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
 
     def leaf(block, base, high, anchor, settled=True):
         leaves.append(buffers.leaf(block, base, high, anchor, settled))
-        return max_rows is not None and len(block) > max_rows
+        # (a block left whole by a program stopped at its limit: at most LEAF_MAX_ROWS, see UNSETTLED_LEAF)
+        limit = max_rows if settled or max_rows is None else min(max_rows, LEAF_MAX_ROWS)
+        return limit is not None and len(block) > limit
 
     def program(find, limit, *args, **options):
         # (one search, up to `limit` seconds, counted; None once the deadline has passed)
@@ -659,7 +665,8 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     ``milp`` is installed. Each such period is cut (:func:`split`, for ``SPLIT_SHARE`` of the time
     to ``deadline``); where no period has a cut or a merge, None comes back (the look at the whole
     does as well, or better), and so it does where a block of more than ``LEAF_MAX_ROWS`` buffers
-    stays whole (with ``partial``, of more than that and ``REPAIR_MAX_SHARE`` of its period's rows).
+    stays whole (with ``partial``, of more than that and ``REPAIR_MAX_SHARE`` of its period's rows,
+    save a block left whole by a program stopped at its limit).
     The leaves (their merged buffers) are then planned at their height by
     :func:`dsa.strategies._skyline.bound_look`, the largest first, until ``deadline``; the first
     that fails ends the attempt (None). With ``partial``, each leaf's look gets a share of the time
