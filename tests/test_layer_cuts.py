@@ -135,6 +135,12 @@ def test_a_leaf_whose_program_stopped_at_its_limit_gets_a_short_look(monkeypatch
     deadline = time.perf_counter() + 100
     assert layers.plan(q, np.cumsum(q.sizes) - q.sizes, cap, deadline) is None
     assert len(shares) == 1 and 0 < shares[0] <= layers.UNSETTLED_LOOK_SHARE + 1e-3
+    # with partial plans too, and no partial plan is made around it
+    fallbacks = []
+    monkeypatch.setattr(layers, "_fallback", lambda *a, **k: fallbacks.append(a) or None)
+    shares.clear()
+    assert layers.plan(q, np.cumsum(q.sizes) - q.sizes, cap, deadline, partial=True) is None
+    assert len(shares) == 1 and shares[0] <= layers.UNSETTLED_LOOK_SHARE + 1e-3 and not fallbacks
     # a leaf that stayed whole for want of a layer (a settled program) gets the time to the deadline
     monkeypatch.setattr(layers, "UNSETTLED_LEAF", False)
     shares.clear()

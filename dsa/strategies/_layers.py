@@ -72,9 +72,13 @@ SEEDS = 2
 # until their share of the time ran out, for no plan (2.5-3 s of best's 20 s on 11 coarse cuts of
 # 1,500-5,000 buffers, 3.5-7 s at 60 s; now 0.6-2.2 s). On the cuts that the layers plan at the bound
 # the programs settle (0.01-0.5 s), or stop late on a block that the look then plans at once. Such a
-# block stays a leaf only up to LEAF_MAX_ROWS, with partial plans too (random714, 12,863 buffers, best
-# at 20 s: kept, a block of 3,100 merged buffers planned by best and searched apart for 4.9 s gave
-# 1.2118 x LOAD at 8.8 s; not kept, the search of the whole was at 1.1688 at 6.0 s; both 1.1658 at 20 s)
+# block stays a leaf only up to LEAF_MAX_ROWS, and where its look does not plan it the attempt ends,
+# with partial plans too: no partial plan is made around it (random714, 12,863 buffers, best at 20 s:
+# kept, a block of 3,100 merged buffers planned by best and searched apart for 4.9 s gave 1.2118 x
+# LOAD at 8.8 s; not kept, the search of the whole was at 1.1688 at 6.0 s; both 1.1658 at 20 s. Short
+# looks and then partial plans made 11 cuts of 350-950 buffers start from plans at 1.07-1.14 x LOAD,
+# where before the look ran out the time and nothing came back, and the fallback's note below says
+# what partial plans did on coarse cuts)
 UNSETTLED_LEAF = True
 # ... and such a leaf's look gets at most this share of the time left to the deadline: where the dives
 # plan one they do so at once (random604, random611: 778 and 925 merged buffers in 0.01 s); on three
@@ -672,8 +676,8 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     that fails ends the attempt (None). With ``partial``, each leaf's look gets a share of the time
     left (the square root of its share of the buffers left; a leaf of more than ``LEAF_MAX_ROWS``
     buffers gets none; a leaf left whole by a program stopped at its limit, at most
-    ``UNSETTLED_LOOK_SHARE`` of it, with or without ``partial``), and a leaf not planned within its
-    height is planned by ``best`` for
+    ``UNSETTLED_LOOK_SHARE`` of it, with or without ``partial``, and where it is not planned so the
+    attempt ends), and any other leaf not planned within its height is planned by ``best`` for
     ``FALLBACK_S`` seconds (none past ``deadline``: then the attempt ends), above its band. With
     ``repair_until`` too, where such leaves hold at most ``REPAIR_MAX_SHARE`` of the buffers cut,
     each is then searched alone (best's improvement phase on its buffers, :func:`_repair`) for
@@ -759,7 +763,7 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
             look = _skyline.bound_look(sub, stacked, leaf.height, until, seed=seed)
         left -= len(leaf.sizes)
         if look is None:
-            if not partial:
+            if not partial or not leaf.settled:   # (no partial plan around such a leaf: UNSETTLED_LEAF)
                 return None
             look = _fallback(leaf, min(FALLBACK_S, deadline - time.perf_counter()), seed)
             if look is None:
