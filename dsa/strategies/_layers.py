@@ -75,10 +75,10 @@ SEEDS = 2
 # block stays a leaf only up to LEAF_MAX_ROWS, and where its look does not plan it the attempt ends,
 # with partial plans too: no partial plan is made around it (random714, 12,863 buffers, best at 20 s:
 # kept, a block of 3,100 merged buffers planned by best and searched apart for 4.9 s gave 1.2118 x
-# LOAD at 8.8 s; not kept, the search of the whole was at 1.1688 at 6.0 s; both 1.1658 at 20 s. Short
-# looks and then partial plans made 11 cuts of 350-950 buffers start from plans at 1.07-1.14 x LOAD,
-# where before the look ran out the time and nothing came back, and the fallback's note below says
-# what partial plans did on coarse cuts)
+# LOAD at 8.8 s; not kept, the search of the whole was at 1.1688 at 6.0 s; both 1.1658 at 20 s. On 11
+# cuts of 350-950 buffers, partial plans around such leaves, once their looks were short, were at
+# 1.07-1.14 x LOAD; before, those looks ran out the attempt's time and nothing came back, and partial
+# plans on coarse cuts have not paid: see _fallback)
 UNSETTLED_LEAF = True
 # ... and such a leaf's look gets at most this share of the time left to the deadline: where the dives
 # plan one they do so at once (random604, random611: 778 and 925 merged buffers in 0.01 s); on three
