@@ -81,8 +81,9 @@ SEEDS = 2
 # plans on coarse cuts have not paid: see _fallback)
 UNSETTLED_LEAF = True
 # ... and such a leaf's look gets at most this share of the time left to the deadline: where the dives
-# plan one they do so at once (random604, random611: 778 and 925 merged buffers in 0.01 s); on three
-# tall cuts of 1,200-2,500 buffers they took 4.5-5.4 s for none
+# plan one they do so at once in the runs seen (random604, random611: 778 and 925 merged buffers in
+# 0.01 s; random604's missed in its 0.06 s in one trace of three); on three tall cuts of 1,200-2,500
+# buffers they took 4.5-5.4 s for none
 UNSETTLED_LOOK_SHARE = 0.05
 # blocks of at most this many buffers are leaves (the dives plan such blocks at the bound at once)
 LEAF_ROWS = 2
