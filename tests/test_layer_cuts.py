@@ -104,6 +104,12 @@ def test_a_block_whose_program_stops_at_its_limit_stays_whole(monkeypatch):
     monkeypatch.setattr(layers, "LEAF_MAX_ROWS", 5)
     assert layers.split(p, np.arange(len(p)), cap, time.perf_counter() + 30, np.random.default_rng(0),
                         max_rows=10 ** 6) is None
+    # a program that the split's deadline cuts shorter than LAYER_S says nothing of its block
+    monkeypatch.setattr(layers, "LEAF_MAX_ROWS", 1200)
+    stats = {}
+    short = layers.split(p, np.arange(len(p)), cap, time.perf_counter() + layers.LAYER_S / 2,
+                         np.random.default_rng(0), stats)
+    assert "layer_unsettled" not in stats and all(leaf.settled for leaf in short)
     # switched off, the layer is taken and a second program runs on each part
     monkeypatch.setattr(layers, "UNSETTLED_LEAF", False)
     calls["layer"] = 0

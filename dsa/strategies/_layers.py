@@ -66,8 +66,8 @@ __all__ = ["plan", "available", "find_layer", "find_rectangle", "split", "Leaf"]
 LAYER_S = 0.5
 # ... and a block this many seeds (buffers the layer must hold, drawn at random) before it is a leaf
 SEEDS = 2
-# where a layer's program stops at its time limit (HiGHS neither proved its layer the smallest nor
-# ruled one out), the block stays whole: a leaf, with no more seeds and no rectangle tried. On coarse
+# where a layer's program stops at its time limit, LAYER_S (HiGHS neither proved its layer the
+# smallest nor ruled one out; not a program that the split's deadline cut shorter), the block stays whole: a leaf, with no more seeds and no rectangle tried. On coarse
 # cuts many sets keep a constant load by coincidence and such programs are the rule: the cuts went on
 # until their share of the time ran out, for no plan (2.5-3 s of best's 20 s on 11 coarse cuts of
 # 1,500-5,000 buffers, 3.5-7 s at 60 s; now 0.6-2.2 s). On the cuts that the layers plan at the bound
@@ -497,9 +497,11 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
         layer, settled = None, True
         for seed_row in rng.permutation(len(block))[:SEEDS if layered else 0]:
             report = {}
+            full = deadline - time.perf_counter() >= LAYER_S   # (not cut short by the split's deadline)
             layer = program(find_layer, LAYER_S, starts, ends, sizes, int(seed_row), report=report)
-            if UNSETTLED_LEAF and not report.get("settled", True):
-                # (a program stopped at its limit: the block stays whole, see UNSETTLED_LEAF)
+            if UNSETTLED_LEAF and full and not report.get("settled", True):
+                # (a program stopped at its own limit: the block stays whole, see UNSETTLED_LEAF; one
+                # that the deadline cut short says nothing of the block)
                 layer, settled = None, False
                 if stats is not None:
                     stats["layer_unsettled"] = stats.get("layer_unsettled", 0) + 1
