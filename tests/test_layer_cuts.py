@@ -509,17 +509,6 @@ def _balanced_sets(starts, ends, sizes):
     return bits[~np.any(bits @ net.T, axis=1)].astype(bool)
 
 
-def _equations(starts, ends, sizes):
-    """find_layer's equations of a block, as (rows, cols, vals, instants) for _groups."""
-    t0, t1 = starts.min(), ends.max()
-    ending, starting = np.flatnonzero(ends < t1), np.flatnonzero(starts > t0)
-    times = np.unique(np.concatenate([ends[ending], starts[starting]]))
-    rows = np.concatenate([np.searchsorted(times, ends[ending]), np.searchsorted(times, starts[starting])])
-    cols = np.concatenate([ending, starting])
-    vals = np.concatenate([sizes[ending], -sizes[starting]]).astype(np.int64)
-    return rows, cols, vals, len(times)
-
-
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(3, 11), seed=st.integers(0, 10_000), pinwheel=st.sampled_from([0.0, 0.5, 1.0]),
        cells=st.sampled_from([2, 8, 64, 1024]), stacked=st.booleans(), pick=st.integers(0, 10_000))
@@ -535,7 +524,7 @@ def test_merged_groups_lose_no_layer(n, seed, pinwheel, cells, stacked, pick):
     block = next(span for span in spans if pick % len(p) in span)
     starts, ends, sizes = (np.asarray(a)[block] for a in (p.starts, p.ends, p.sizes))
     seed_row = int(np.flatnonzero(block == pick % len(p))[0])
-    rows, cols, vals, instants = _equations(starts, ends, sizes)
+    rows, cols, vals, instants = layers._equations(starts, ends, sizes)
     group, balance = layers._groups(rows, cols, vals, instants, len(sizes))
     assert balance.shape[1] == group.max() + 1
     oracle = _balanced_sets(starts, ends, sizes)
@@ -556,7 +545,7 @@ def test_merged_groups_shrink_a_fine_cuts_program():
     # 1,000 buffers in 6 groups, 428 equations all dropped), and the smallest layer is still found
     p = _stacked_cuts(600, 400, 7, cells_per_buffer=1024)
     starts, ends, sizes = np.asarray(p.starts), np.asarray(p.ends), np.asarray(p.sizes)
-    rows, cols, vals, instants = _equations(starts, ends, sizes)
+    rows, cols, vals, instants = layers._equations(starts, ends, sizes)
     group, balance = layers._groups(rows, cols, vals, instants, len(sizes))
     assert 2 <= group.max() + 1 <= len(sizes) // 10 and balance.shape[0] <= instants // 10
     layer = layers.find_layer(starts, ends, sizes, 0, 5.0)

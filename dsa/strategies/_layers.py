@@ -220,25 +220,18 @@ def find_layer(starts, ends, sizes, seed_row: int, time_limit: float, report=Non
     from scipy.sparse import csr_matrix
 
     n = len(sizes)
-    t0, t1 = starts.min(), ends.max()
-    ending, starting = np.flatnonzero(ends < t1), np.flatnonzero(starts > t0)
-    times = np.unique(np.concatenate([ends[ending], starts[starting]]))
+    rows, cols, vals, instants = _equations(starts, ends, sizes)
     if report is not None:
         report["settled"] = True
-    if len(times) == 0:                   # every buffer spans the block: each one alone is a layer
+    if instants == 0:                     # every buffer spans the block: each one alone is a layer
         chosen = np.arange(n) == seed_row
         return chosen if n > 1 else None
-    # sizes in units of their gcd: the solver's tolerances act on smaller coefficients
-    unit = int(np.gcd.reduce(sizes)) or 1
-    rows = np.concatenate([np.searchsorted(times, ends[ending]), np.searchsorted(times, starts[starting])])
-    cols = np.concatenate([ending, starting])
-    vals = np.concatenate([sizes[ending] // unit, -(sizes[starting] // unit)]).astype(np.int64)
     if ATOMS:
         # (buffers that every layer takes together become one variable, and the instants that
         # those groups balance drop out: see _groups)
-        group, balance = _groups(rows, cols, vals, len(times), n)
+        group, balance = _groups(rows, cols, vals, instants, n)
     else:
-        group, balance = np.arange(n), csr_matrix((vals, (rows, cols)), shape=(len(times), n))
+        group, balance = np.arange(n), csr_matrix((vals, (rows, cols)), shape=(instants, n))
     m = int(group.max()) + 1
     if m == 1:
         return None                       # (every layer holds every buffer: there is none)
@@ -257,6 +250,21 @@ def find_layer(starts, ends, sizes, seed_row: int, time_limit: float, report=Non
         return None
     chosen = (np.asarray(result.x) > 0.5)[group]
     return chosen if chosen[seed_row] and _balanced(starts, ends, sizes, chosen) else None
+
+
+def _equations(starts, ends, sizes):
+    """``(rows, cols, vals, instants)``: the equations of :func:`find_layer` in coordinates. One
+    per instant inside the block (``rows``, numbered by time, ``instants`` of them), over the buffers
+    (``cols``) that end there (their sizes in ``vals``) or start there (negated); sizes in units of
+    their gcd, as the solver's tolerances act on smaller coefficients."""
+    t0, t1 = starts.min(), ends.max()
+    ending, starting = np.flatnonzero(ends < t1), np.flatnonzero(starts > t0)
+    times = np.unique(np.concatenate([ends[ending], starts[starting]]))
+    unit = int(np.gcd.reduce(sizes)) or 1
+    rows = np.concatenate([np.searchsorted(times, ends[ending]), np.searchsorted(times, starts[starting])])
+    cols = np.concatenate([ending, starting])
+    vals = np.concatenate([sizes[ending] // unit, -(sizes[starting] // unit)]).astype(np.int64)
+    return rows, cols, vals, len(times)
 
 
 def _atoms(net):
@@ -335,10 +343,9 @@ def _groups(rows, cols, vals, instants: int, n: int):
                 break
             parent = up
         group = parent[group]
+    # (the last matrix is over the groups as they stand: keep the groups' columns, numbered from 0)
     labels, group = np.unique(group, return_inverse=True)
-    balance = csr_matrix((vals, (rows, group[cols])), shape=(instants, len(labels)))
-    balance.sum_duplicates()
-    balance.eliminate_zeros()
+    balance = balance[:, labels]
     return group, balance[np.diff(balance.indptr) > 0]
 
 
