@@ -129,6 +129,9 @@ def warmup(*, verbose: bool = False) -> dict:
 
         warm_skyline()  # (best runs the skyline search only once its kernel is compiled, or on long calls)
         warm_beam()  # (and its look at the bound the beam searches, or on long looks)
+        from dsa.strategies._layers import warm as warm_layers
+
+        warm_layers()  # (the layers' programs run the search first only once its kernel is compiled)
         # best's whole improvement phase, whatever searches it runs, on an instance that it cannot
         # finish early (MiniMalloc's D: the portfolio and the canonical search stay above LOAD)
         from dsa import data

@@ -44,7 +44,10 @@ in turn (where the balanced sets overlap, buffers that each of them holds both o
 merge). Where sizes coincide (coarse grids) the sets overlap and little merges; on fine grids the
 program shrinks twenty-fold or more (a block of 6,641 merged buffers and 1,698 equations: 55 variables
 and 12 equations; its smallest layer in 0.25 s, where the whole program took 14 s). The solver's
-answer is checked again in integers. A set of buffers with a
+answer is checked again in integers. Before the program, a depth-first search with constraint
+propagation (:mod:`dsa._kernels.layer_search`) looks for the same smallest layer: where it exhausts
+its tree, its answer is proven and the program does not run (on tall cuts, 256 cells per buffer, in
+milliseconds to a second where the program took seconds). A set of buffers with a
 constant load need not have a tiling of its own band (a coincidence of sizes): then a leaf's look
 fails and :func:`plan` returns None; nothing it returns is trusted before the independent validator
 accepts it. On coarse grids (16 cells per buffer) such coincidences abound and the program on a large
@@ -73,12 +76,15 @@ import numpy as np
 
 __all__ = ["plan", "available", "find_layer", "find_rectangle", "split", "Leaf"]
 
-# a split's integer program gets at most this many seconds (and never past the deadline) ...
-LAYER_S = 0.5
+# a split's layer (find_layer) gets at most this many seconds (and never past the deadline) ...
+LAYER_S = 1.5
+# ... of which the integer program gets at most this many (the search before it: SEARCH_SHARE)
+PROGRAM_S = 0.5
 # ... and a block this many seeds (buffers the layer must hold, drawn at random) before it is a leaf
 SEEDS = 2
-# where a layer's program stops at its time limit, LAYER_S (HiGHS neither proved its layer the
-# smallest nor ruled one out; not a program that the split's deadline cut shorter), the block stays whole: a leaf, with no more seeds and no rectangle tried. On coarse
+# where a layer's search and program stop at their limits (neither proved a layer the smallest nor
+# ruled one out; not a search that the split's deadline cut shorter), the block stays whole: a leaf,
+# with no more seeds and no rectangle tried. On coarse
 # cuts many sets keep a constant load by coincidence and such programs are the rule: the cuts went on
 # until their share of the time ran out, for no plan (2.5-3 s of best's 20 s on 11 coarse cuts of
 # 1,500-5,000 buffers, 3.5-7 s at 60 s; now 0.6-2.2 s). On the cuts that the layers plan at the bound
@@ -104,6 +110,19 @@ UNSETTLED_LOOK_SHARE = 0.05
 # (without the merge, none found in 10 s); past 16 the instants left are those where sizes coincide
 ATOMS = True
 ATOM_ITEMS = 16
+# ... then, where its kernel is compiled, a depth-first search with constraint propagation
+# (dsa._kernels.layer_search) looks for the smallest layer, for SEARCH_SHARE of find_layer's time
+# (counted in work units, about SEARCH_WORK_PER_S of them a second; 1.2-1.5e9 were measured); where it
+# exhausts its tree its answer is proven and no program runs, else the program runs as before. On the
+# first blocks of tall cuts (256 cells per buffer) where the program stopped at 0.5 s: tall-256-900-s132
+# (204 groups, 40 equations) proven in 0.04-1.1 s over 16 seeds (the program: 4.9 s for one),
+# tall-mixed-128-800-s134 in 0.01 s (2.9 s); fine-20000-s37's in milliseconds (0.36 s). The program
+# proves some the search does not: short-wide-4000-s2's (3,533 groups; 0.72 s, the search none in
+# 2 s). With 1 s of search (LAYER_S 0.5 -> 1.5), best at 20 s: tall-256-900-s132 1.1223 -> 1.0556,
+# tall-long-256-800-s55 1.1094 -> 1.0038 (with half a second for the search, neither moved)
+SEARCH = True
+SEARCH_SHARE = 2 / 3
+SEARCH_WORK_PER_S = 1_500_000_000
 # blocks of at most this many buffers are leaves (the dives plan such blocks at the bound at once)
 LEAF_ROWS = 2
 # merge buffers before looking for layers (dsa.strategies._contract): where every plan within the
@@ -219,6 +238,7 @@ def find_layer(starts, ends, sizes, seed_row: int, time_limit: float, report=Non
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import csr_matrix
 
+    began = time.perf_counter()
     n = len(sizes)
     rows, cols, vals, instants = _equations(starts, ends, sizes)
     if report is not None:
@@ -236,12 +256,26 @@ def find_layer(starts, ends, sizes, seed_row: int, time_limit: float, report=Non
     if m == 1:
         return None                       # (every layer holds every buffer: there is none)
     weight = np.bincount(group, minlength=m).astype(np.float64)
+    if balance.shape[0] == 0:
+        # (no equation is left: every union of groups balances, the seed's group alone the smallest)
+        chosen = group == group[seed_row]
+        return chosen if _balanced(starts, ends, sizes, chosen) else None
+    if SEARCH and _search_ready():
+        # (the search first: where it exhausts its tree the answer is proven, often in milliseconds
+        # where the program takes seconds; where it does not, the program runs as before)
+        found, chosen = _search(balance, weight.astype(np.int64), int(group[seed_row]), time_limit * SEARCH_SHARE)
+        if found is not None:
+            if not found:
+                return None               # (proven: no layer holds the seed)
+            chosen = chosen[group]
+            if chosen[seed_row] and _balanced(starts, ends, sizes, chosen):
+                return chosen
     lower = np.zeros(m)
     lower[group[seed_row]] = 1.0
-    constraints = [LinearConstraint(weight[None, :], 1.0, n - 1.0)]
-    if balance.shape[0]:
-        constraints.append(LinearConstraint(balance.astype(np.float64), 0.0, 0.0))
-    options = {"time_limit": max(0.01, time_limit), "presolve": PRESOLVE}
+    constraints = [LinearConstraint(weight[None, :], 1.0, n - 1.0),
+                   LinearConstraint(balance.astype(np.float64), 0.0, 0.0)]
+    left = time_limit - (time.perf_counter() - began)
+    options = {"time_limit": max(0.01, min(PROGRAM_S, left)), "presolve": PRESOLVE}
     result = milp(weight, constraints=constraints, integrality=np.ones(m),
                   bounds=Bounds(lower, np.ones(m)), options=options)
     if report is not None:
@@ -250,6 +284,44 @@ def find_layer(starts, ends, sizes, seed_row: int, time_limit: float, report=Non
         return None
     chosen = (np.asarray(result.x) > 0.5)[group]
     return chosen if chosen[seed_row] and _balanced(starts, ends, sizes, chosen) else None
+
+
+def _search_ready() -> bool:
+    """Whether the layer search's kernel runs without compiling (``dsa warmup`` compiles it)."""
+    from dsa._kernels import compiled
+    from dsa._kernels import layer_search
+
+    return compiled(layer_search.smallest_layer)
+
+
+def warm() -> None:
+    """Compile the layer search's kernel (or load it from numba's cache): ``dsa warmup`` calls this,
+    as :func:`find_layer` runs the search only where it runs without compiling."""
+    from dsa._kernels.layer_search import smallest_layer
+
+    one = np.array([0, 2], dtype=np.int64)
+    smallest_layer(one, np.array([0, 1], dtype=np.int64), np.array([1, -1], dtype=np.int64),
+                   np.array([0, 1, 2], dtype=np.int64), np.array([0, 0], dtype=np.int64),
+                   np.array([1, -1], dtype=np.int64), np.array([1, 1], dtype=np.int64), 0, 100,
+                   np.zeros(2, dtype=bool))
+
+
+def _search(balance, weight, seed_group: int, seconds: float):
+    """``(found, chosen)`` from :func:`dsa._kernels.layer_search.smallest_layer` on the equations
+    ``balance`` (CSR, one column per group), for about ``seconds``: ``found`` None where the search
+    stopped at its work limit (nothing proven), else whether a layer holds ``seed_group``, and
+    ``chosen`` (a bool per group) the lightest one."""
+    from dsa._kernels.layer_search import smallest_layer
+
+    by_column = balance.tocsc()
+    chosen = np.zeros(balance.shape[1], dtype=bool)
+    work = max(1, int(seconds * SEARCH_WORK_PER_S))
+    i8 = np.int64
+    found, proven, _ = smallest_layer(
+        balance.indptr.astype(i8), balance.indices.astype(i8), balance.data.astype(i8),
+        by_column.indptr.astype(i8), by_column.indices.astype(i8), by_column.data.astype(i8),
+        weight, seed_group, work, chosen)
+    return (bool(found) if proven else None), chosen
 
 
 def _equations(starts, ends, sizes):

@@ -1,0 +1,286 @@
+"""The smallest layer of a block by depth-first search over its equations (branch and bound).
+
+A layer program (see :func:`dsa.strategies._layers.find_layer`) asks for a 0/1 choice ``x`` of
+groups of buffers, the seed's group chosen, such that every equation ``sum_j a_rj x_j = 0`` holds
+(one per instant: the bytes of chosen groups ending there, less those starting), with the least
+weight (buffers chosen) below that of all groups. The coefficients are integers, so the equations are
+exact: an equation with few free terms has few balanced completions, and constraint propagation
+fixes many variables at once, where a linear relaxation sees only fractions.
+
+The search: propagate every equation (bounds: a term that the others cannot make up for is
+forced in or out; and, with at most :data:`ENUM_MAX` free terms, every completion enumerated, so
+that the terms in all of them are forced in and those in none out), then branch on the first free
+term of the equation with the fewest free terms, leaving it out first (small layers first). A
+complete assignment is a layer; the search goes on for a lighter one, cutting branches whose chosen
+weight already reaches the lightest found (branch and bound). The search ends when the tree is
+exhausted (then the lightest found is proven the smallest, or that there is none) or when its work
+limit is spent (each term looked at, and each subset enumerated, is one unit).
+
+Constraint propagation on linear equations over 0/1 variables is the core of CP and pseudo-Boolean
+solvers; see K. R. Apt, "Principles of Constraint Programming", Cambridge University Press 2003,
+chapter 6 (bounds consistency), here with subset enumeration on short equations in place of a
+general domain filter.
+"""
+import numpy as np
+
+from dsa._kernels import kernel
+
+ENUM_MAX = 12   # equations with at most this many free terms are propagated by enumerating subsets
+
+
+@kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8", "i8", "b1[]")
+def smallest_layer(indptr, indices, data, col_ptr, col_rows, col_vals, weight, seed, work_limit, best):
+    """Search for the lightest 0/1 solution with ``x[seed] = 1`` and weight below ``weight.sum()``.
+
+    The equations are a CSR matrix (``indptr``, ``indices``, ``data``) over the groups, and the
+    same by column (``col_ptr``, ``col_rows``, ``col_vals``). ``best`` (one bool per group) gets the
+    lightest solution found. Returns ``(found, proven, work)``: ``proven`` where the search was
+    exhausted (the solution found is then the lightest, or none exists), ``work`` the units spent.
+    """
+    m = len(weight)
+    R = len(indptr) - 1
+    x = np.full(m, -1, np.int8)
+    fixed = np.zeros(R, np.int64)     # (the sum of the chosen terms)
+    free = np.zeros(R, np.int64)      # (free terms)
+    pos = np.zeros(R, np.int64)       # (the sum of the free positive terms)
+    neg = np.zeros(R, np.int64)       # (... and of the free negative ones)
+    for r in range(R):
+        for p in range(indptr[r], indptr[r + 1]):
+            c = data[p]
+            free[r] += 1
+            if c > 0:
+                pos[r] += c
+            else:
+                neg[r] += c
+    trail = np.empty(m, np.int64)
+    queue = np.empty(R, np.int64)
+    queued = np.zeros(R, np.bool_)
+    dvar = np.empty(m, np.int64)
+    dmark = np.empty(m, np.int64)
+    dphase = np.empty(m, np.int8)
+    terms = np.empty(ENUM_MAX, np.int64)
+    vals = np.empty(ENUM_MAX, np.int64)
+    sums = np.empty(1 << ENUM_MAX, np.int64)
+    heavy = np.empty(1 << ENUM_MAX, np.int64)   # (the weight of each subset)
+    limit = weight.sum()              # (a layer is lighter than every group together)
+    found = False
+    chosen = 0                        # (the weight chosen)
+    tl = 0
+    qn = 0
+    depth = 0
+    work = 0
+
+    # assign x[seed] = 1, queue every equation
+    for r in range(R):
+        queue[qn] = r
+        qn += 1
+        queued[r] = True
+    v = seed
+    val = 1
+    while True:
+        # -- assign (v, val) (val < 0: no assignment, backtrack), then propagate --
+        conflict = val < 0
+        if not conflict:
+            x[v] = val
+            trail[tl] = v
+            tl += 1
+            if val == 1:
+                chosen += weight[v]
+            for p in range(col_ptr[v], col_ptr[v + 1]):
+                r = col_rows[p]
+                c = col_vals[p]
+                free[r] -= 1
+                if c > 0:
+                    pos[r] -= c
+                else:
+                    neg[r] -= c
+                if val == 1:
+                    fixed[r] += c
+                if not queued[r]:
+                    queued[r] = True
+                    queue[qn] = r
+                    qn += 1
+            work += 1 + col_ptr[v + 1] - col_ptr[v]
+            if chosen >= limit:
+                conflict = True
+        while qn > 0 and not conflict:
+            qn -= 1
+            r = queue[qn]
+            queued[r] = False
+            need = -fixed[r]
+            if free[r] == 0:
+                if need != 0:
+                    conflict = True
+                continue
+            if need < neg[r] or need > pos[r]:
+                conflict = True
+                continue
+            work += indptr[r + 1] - indptr[r]
+            k = 0
+            if free[r] <= ENUM_MAX:
+                for p in range(indptr[r], indptr[r + 1]):
+                    if x[indices[p]] < 0:
+                        terms[k] = indices[p]
+                        vals[k] = data[p]
+                        k += 1
+                sums[0] = 0
+                heavy[0] = 0
+                for j in range(k):
+                    step = 1 << j
+                    for s in range(step):
+                        sums[step + s] = sums[s] + vals[j]
+                        heavy[step + s] = heavy[s] + weight[terms[j]]
+                every = (1 << k) - 1
+                some = 0
+                room = limit - chosen       # (a completion must weigh less than this)
+                for s in range(1 << k):
+                    if sums[s] == need and heavy[s] < room:
+                        every &= s
+                        some |= s
+                work += 1 << k
+                if some == 0 and need != 0:
+                    conflict = True
+                    continue
+                if some == 0:           # (only the empty set: every free term out)
+                    every = 0
+                for j in range(k):
+                    if (every >> j) & 1:
+                        fix = 1
+                    elif not (some >> j) & 1:
+                        fix = 0
+                    else:
+                        continue
+                    u = terms[j]
+                    if x[u] >= 0:
+                        continue
+                    # (assign u inline: the same bookkeeping as above)
+                    x[u] = fix
+                    trail[tl] = u
+                    tl += 1
+                    if fix == 1:
+                        chosen += weight[u]
+                    for q in range(col_ptr[u], col_ptr[u + 1]):
+                        rr = col_rows[q]
+                        cc = col_vals[q]
+                        free[rr] -= 1
+                        if cc > 0:
+                            pos[rr] -= cc
+                        else:
+                            neg[rr] -= cc
+                        if fix == 1:
+                            fixed[rr] += cc
+                        if not queued[rr]:
+                            queued[rr] = True
+                            queue[qn] = rr
+                            qn += 1
+                    work += 1 + col_ptr[u + 1] - col_ptr[u]
+                if chosen >= limit:
+                    conflict = True
+            else:
+                hi = pos[r]
+                lo = neg[r]
+                for p in range(indptr[r], indptr[r + 1]):
+                    u = indices[p]
+                    if x[u] >= 0:
+                        continue
+                    c = data[p]
+                    fix = -1
+                    if c > 0:
+                        if need > hi - c:
+                            fix = 1
+                        elif need - c < lo:
+                            fix = 0
+                    else:
+                        if need < lo - c:
+                            fix = 1
+                        elif need - c > hi:
+                            fix = 0
+                    if fix < 0:
+                        continue
+                    x[u] = fix
+                    trail[tl] = u
+                    tl += 1
+                    if fix == 1:
+                        chosen += weight[u]
+                    for q in range(col_ptr[u], col_ptr[u + 1]):
+                        rr = col_rows[q]
+                        cc = col_vals[q]
+                        free[rr] -= 1
+                        if cc > 0:
+                            pos[rr] -= cc
+                        else:
+                            neg[rr] -= cc
+                        if fix == 1:
+                            fixed[rr] += cc
+                        if not queued[rr]:
+                            queued[rr] = True
+                            queue[qn] = rr
+                            qn += 1
+                    work += 1 + col_ptr[u + 1] - col_ptr[u]
+                    break               # (the bounds changed: look at the equation again)
+                if chosen >= limit:
+                    conflict = True
+        if not conflict:
+            # -- branch: the equation with the fewest free terms, its first free one, out first --
+            pick = -1
+            fewest = m + 1
+            for r in range(R):
+                if 0 < free[r] < fewest:
+                    fewest = free[r]
+                    pick = r
+            work += R
+            if pick < 0:
+                # (every equation holds: a layer, the free groups out of it; lighter than any before)
+                for j in range(m):
+                    best[j] = x[j] == 1
+                found = True
+                limit = chosen
+                conflict = True
+            else:
+                u = -1
+                for p in range(indptr[pick], indptr[pick + 1]):
+                    if x[indices[p]] < 0:
+                        u = indices[p]
+                        break
+                dvar[depth] = u
+                dmark[depth] = tl
+                # (where taking u would reach the lightest layer found, only leaving it out is tried)
+                dphase[depth] = 1 if chosen + weight[u] >= limit else 0
+                depth += 1
+                v = u
+                val = 0
+                if work > work_limit:
+                    return found, False, work
+                continue
+        # -- backtrack: undo to the last decision whose other branch is untried --
+        for j in range(qn):
+            queued[queue[j]] = False
+        qn = 0
+        while depth > 0 and dphase[depth - 1] == 1:
+            depth -= 1
+        if depth == 0:
+            return found, True, work
+        mark = dmark[depth - 1]
+        while tl > mark:
+            tl -= 1
+            u = trail[tl]
+            was = x[u]
+            x[u] = -1
+            if was == 1:
+                chosen -= weight[u]
+            for q in range(col_ptr[u], col_ptr[u + 1]):
+                rr = col_rows[q]
+                cc = col_vals[q]
+                free[rr] += 1
+                if cc > 0:
+                    pos[rr] += cc
+                else:
+                    neg[rr] += cc
+                if was == 1:
+                    fixed[rr] -= cc
+        # (the state at the decision was propagated: only the other branch's equations are queued)
+        dphase[depth - 1] = 1
+        v = dvar[depth - 1]
+        val = 1
+        if work > work_limit:
+            return found, False, work
