@@ -28,6 +28,30 @@ from dsa._kernels import kernel
 ENUM_MAX = 12   # equations with at most this many free terms are propagated by enumerating subsets
 
 
+@kernel("i8", "i8", "i8[]", "i8[]", "i8", "i8[]r", "i8[]r", "i8[]r", "i8[]", "i8[]", "i8[]", "i8[]",
+        "b1[]", "i8[]", "i8")
+def _set(u, val, x, trail, tl, col_ptr, col_rows, col_vals, free, pos, neg, fixed, queued, queue, qn):
+    """Give group ``u`` the value ``val``: on the trail, its equations' free terms and sums updated
+    and those equations queued. Returns the trail's and the queue's new lengths."""
+    x[u] = val
+    trail[tl] = u
+    for q in range(col_ptr[u], col_ptr[u + 1]):
+        r = col_rows[q]
+        c = col_vals[q]
+        free[r] -= 1
+        if c > 0:
+            pos[r] -= c
+        else:
+            neg[r] -= c
+        if val == 1:
+            fixed[r] += c
+        if not queued[r]:
+            queued[r] = True
+            queue[qn] = r
+            qn += 1
+    return tl + 1, qn
+
+
 @kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8", "i8", "b1[]")
 def smallest_layer(indptr, indices, data, col_ptr, col_rows, col_vals, weight, seed, work_limit, best):
     """Search for the lightest 0/1 solution with ``x[seed] = 1`` and weight below ``weight.sum()``.
@@ -39,7 +63,7 @@ def smallest_layer(indptr, indices, data, col_ptr, col_rows, col_vals, weight, s
     """
     m = len(weight)
     R = len(indptr) - 1
-    x = np.full(m, -1, np.int8)
+    x = np.full(m, -1, np.int64)
     fixed = np.zeros(R, np.int64)     # (the sum of the chosen terms)
     free = np.zeros(R, np.int64)      # (free terms)
     pos = np.zeros(R, np.int64)       # (the sum of the free positive terms)
@@ -57,11 +81,10 @@ def smallest_layer(indptr, indices, data, col_ptr, col_rows, col_vals, weight, s
     queued = np.zeros(R, np.bool_)
     dvar = np.empty(m, np.int64)
     dmark = np.empty(m, np.int64)
-    dphase = np.empty(m, np.int8)
+    dphase = np.empty(m, np.int64)
     terms = np.empty(ENUM_MAX, np.int64)
     vals = np.empty(ENUM_MAX, np.int64)
     sums = np.empty(1 << ENUM_MAX, np.int64)
-    heavy = np.empty(1 << ENUM_MAX, np.int64)   # (the weight of each subset)
     limit = weight.sum()              # (a layer is lighter than every group together)
     found = False
     chosen = 0                        # (the weight chosen)
@@ -81,25 +104,10 @@ def smallest_layer(indptr, indices, data, col_ptr, col_rows, col_vals, weight, s
         # -- assign (v, val) (val < 0: no assignment, backtrack), then propagate --
         conflict = val < 0
         if not conflict:
-            x[v] = val
-            trail[tl] = v
-            tl += 1
+            tl, qn = _set(v, val, x, trail, tl, col_ptr, col_rows, col_vals, free, pos, neg, fixed,
+                          queued, queue, qn)
             if val == 1:
                 chosen += weight[v]
-            for p in range(col_ptr[v], col_ptr[v + 1]):
-                r = col_rows[p]
-                c = col_vals[p]
-                free[r] -= 1
-                if c > 0:
-                    pos[r] -= c
-                else:
-                    neg[r] -= c
-                if val == 1:
-                    fixed[r] += c
-                if not queued[r]:
-                    queued[r] = True
-                    queue[qn] = r
-                    qn += 1
             work += 1 + col_ptr[v + 1] - col_ptr[v]
             if chosen >= limit:
                 conflict = True
@@ -124,17 +132,14 @@ def smallest_layer(indptr, indices, data, col_ptr, col_rows, col_vals, weight, s
                         vals[k] = data[p]
                         k += 1
                 sums[0] = 0
-                heavy[0] = 0
                 for j in range(k):
                     step = 1 << j
                     for s in range(step):
                         sums[step + s] = sums[s] + vals[j]
-                        heavy[step + s] = heavy[s] + weight[terms[j]]
                 every = (1 << k) - 1
                 some = 0
-                room = limit - chosen       # (a completion must weigh less than this)
                 for s in range(1 << k):
-                    if sums[s] == need and heavy[s] < room:
+                    if sums[s] == need:
                         every &= s
                         some |= s
                 work += 1 << k
@@ -153,26 +158,10 @@ def smallest_layer(indptr, indices, data, col_ptr, col_rows, col_vals, weight, s
                     u = terms[j]
                     if x[u] >= 0:
                         continue
-                    # (assign u inline: the same bookkeeping as above)
-                    x[u] = fix
-                    trail[tl] = u
-                    tl += 1
+                    tl, qn = _set(u, fix, x, trail, tl, col_ptr, col_rows, col_vals, free, pos, neg,
+                                  fixed, queued, queue, qn)
                     if fix == 1:
                         chosen += weight[u]
-                    for q in range(col_ptr[u], col_ptr[u + 1]):
-                        rr = col_rows[q]
-                        cc = col_vals[q]
-                        free[rr] -= 1
-                        if cc > 0:
-                            pos[rr] -= cc
-                        else:
-                            neg[rr] -= cc
-                        if fix == 1:
-                            fixed[rr] += cc
-                        if not queued[rr]:
-                            queued[rr] = True
-                            queue[qn] = rr
-                            qn += 1
                     work += 1 + col_ptr[u + 1] - col_ptr[u]
                 if chosen >= limit:
                     conflict = True
@@ -197,25 +186,10 @@ def smallest_layer(indptr, indices, data, col_ptr, col_rows, col_vals, weight, s
                             fix = 0
                     if fix < 0:
                         continue
-                    x[u] = fix
-                    trail[tl] = u
-                    tl += 1
+                    tl, qn = _set(u, fix, x, trail, tl, col_ptr, col_rows, col_vals, free, pos, neg,
+                                  fixed, queued, queue, qn)
                     if fix == 1:
                         chosen += weight[u]
-                    for q in range(col_ptr[u], col_ptr[u + 1]):
-                        rr = col_rows[q]
-                        cc = col_vals[q]
-                        free[rr] -= 1
-                        if cc > 0:
-                            pos[rr] -= cc
-                        else:
-                            neg[rr] -= cc
-                        if fix == 1:
-                            fixed[rr] += cc
-                        if not queued[rr]:
-                            queued[rr] = True
-                            queue[qn] = rr
-                            qn += 1
                     work += 1 + col_ptr[u + 1] - col_ptr[u]
                     break               # (the bounds changed: look at the equation again)
                 if chosen >= limit:
