@@ -225,15 +225,18 @@ def find_layer(starts, ends, sizes, seed_row: int, time_limit: float, report=Non
     seed_row : int
         A position into the arrays: the layer holds that buffer.
     time_limit : float
-        Seconds for the integer program.
+        Seconds in all: ``SEARCH_SHARE`` of them for the search (where its kernel is compiled),
+        then what is left, at most ``PROGRAM_S``, for the integer program where the search proved
+        nothing.
     report : dict, optional
-        Gets ``settled``: False where the solver stopped at its time limit (with a layer that it did
-        not prove the smallest, or with none found and none ruled out), True otherwise.
+        Gets ``settled``: False where the search and the program stopped at their limits (with a
+        layer that neither proved the smallest, or with none found and none ruled out), True
+        otherwise.
 
     Returns
     -------
     array of bool or None
-        None where the solver found none in time, or proved there is none.
+        None where neither found one in time, or where one proved there is none.
     """
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import csr_matrix
