@@ -9,10 +9,11 @@ fixes many variables at once, where a linear relaxation sees only fractions.
 
 The search: propagate every equation (bounds: a term that the others cannot make up for is
 forced in or out; and, with at most :data:`ENUM_MAX` free terms, every completion enumerated, so
-that the terms in all of them are forced in and those in none out), then branch on the first free
-term of the equation with the fewest free terms, leaving it out first (small layers first). A
+that the terms in all of them are forced in and those in none out), then branch on the free term of
+largest size in the equation with the fewest free terms, leaving it out first (small layers first). A
 complete assignment is a layer; the search goes on for a lighter one, cutting branches whose chosen
-weight already reaches the lightest found (branch and bound). The search ends when the tree is
+weight already reaches the lightest found (branch and bound; a term whose weight would reach it is
+only left out). The search ends when the tree is
 exhausted (then the lightest found is proven the smallest, or that there is none) or when its work
 limit is spent (each term looked at, and each subset enumerated, is one unit).
 
@@ -20,6 +21,16 @@ Constraint propagation on linear equations over 0/1 variables is the core of CP 
 solvers; see K. R. Apt, "Principles of Constraint Programming", Cambridge University Press 2003,
 chapter 6 (bounds consistency), here with subset enumeration on short equations in place of a
 general domain filter.
+
+Measured on 22 blocks (the first one to three) of 14 tall and coarse cuts, 131 searches of 1.5e9
+units (about a second; 1-7 seeds a block): 66 were proven both ways, and branching on the largest
+term rather than the first took 4-42 % fewer units where they were proven. Propagating the longer
+equations exactly too (dynamic programming over the sums their free terms reach) took more units for
+the same proofs and proved nothing more: not kept.
+
+Complexity: a node costs the equations its assignments touch (each O(terms), or O(2 ** ENUM_MAX)
+enumerated) plus O(equations) to pick the branch; the tree is exponential in the worst case, hence
+the work limit.
 """
 import numpy as np
 
@@ -195,7 +206,7 @@ def smallest_layer(indptr, indices, data, col_ptr, col_rows, col_vals, weight, s
                 if chosen >= limit:
                     conflict = True
         if not conflict:
-            # -- branch: the equation with the fewest free terms, its first free one, out first --
+            # -- branch: the equation with the fewest free terms, its largest free one, out first --
             pick = -1
             fewest = m + 1
             for r in range(R):
@@ -212,10 +223,11 @@ def smallest_layer(indptr, indices, data, col_ptr, col_rows, col_vals, weight, s
                 conflict = True
             else:
                 u = -1
+                largest = 0
                 for p in range(indptr[pick], indptr[pick + 1]):
-                    if x[indices[p]] < 0:
+                    if x[indices[p]] < 0 and abs(data[p]) > largest:
                         u = indices[p]
-                        break
+                        largest = abs(data[p])
                 dvar[depth] = u
                 dmark[depth] = tl
                 # (where taking u would reach the lightest layer found, only leaving it out is tried)
