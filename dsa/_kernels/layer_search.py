@@ -112,16 +112,13 @@ def smallest_layer(indptr, indices, data, col_ptr, col_rows, col_vals, weight, s
     v = seed
     val = 1
     while True:
-        # -- assign (v, val) (val < 0: no assignment, backtrack), then propagate --
-        conflict = val < 0
-        if not conflict:
-            tl, qn = _set(v, val, x, trail, tl, col_ptr, col_rows, col_vals, free, pos, neg, fixed,
-                          queued, queue, qn)
-            if val == 1:
-                chosen += weight[v]
-            work += 1 + col_ptr[v + 1] - col_ptr[v]
-            if chosen >= limit:
-                conflict = True
+        # -- assign (v, val), then propagate --
+        tl, qn = _set(v, val, x, trail, tl, col_ptr, col_rows, col_vals, free, pos, neg, fixed,
+                      queued, queue, qn)
+        if val == 1:
+            chosen += weight[v]
+        work += 1 + col_ptr[v + 1] - col_ptr[v]
+        conflict = chosen >= limit
         while qn > 0 and not conflict:
             qn -= 1
             r = queue[qn]
