@@ -46,6 +46,46 @@ def test_search_finds_the_lightest_solution_and_proves_it(m, rows, seed, spread,
         assert int(weight[chosen].sum()) == oracle[0]
 
 
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(13, 16), rows=st.integers(1, 4), seed=st.integers(0, 10_000),
+       spread=st.sampled_from([3, 6, 40]))
+def test_search_on_equations_too_long_to_enumerate(m, rows, seed, spread):
+    # dense equations of 13-16 terms: propagated by bounds until few terms are free, then by
+    # enumeration; exhausted, the answer is still brute force's (every choice at once, vectorised)
+    rng = np.random.default_rng(seed)
+    matrix = rng.integers(1, spread, size=(rows, m)) * rng.choice([-1, 1], size=(rows, m))
+    for row in matrix:
+        # (one large term balancing a random subset of the others, as a buffer that ends where
+        # several start: bounds then force terms while many are free)
+        subset = rng.random(m) < 0.6
+        big = int(rng.integers(m))
+        subset[big] = False
+        row[big] = -int(row[subset].sum()) or 1
+    weight = rng.integers(1, 5, size=m)
+    pick = int(rng.integers(m))
+    bits = ((np.arange(1 << m)[:, None] >> np.arange(m)) & 1).astype(np.int64)
+    ok = bits[:, pick].astype(bool) & ~np.any(bits @ matrix.T, axis=1) & (bits @ weight < weight.sum())
+    found, chosen = layers._search(csr_matrix(matrix), weight.astype(np.int64), pick, 60.0)
+    assert found is bool(ok.any())
+    if ok.any():
+        assert chosen[pick] and not np.any(matrix @ chosen.astype(np.int64))
+        assert int(weight[chosen].sum()) == int((bits[ok] @ weight).min())
+
+
+def test_bounds_force_every_term_of_a_long_tight_equation():
+    # one buffer ends where 16 of size 1 start (too many to enumerate): with it chosen, bounds force
+    # all 16 in; an 18th group, in no equation, stays out, so the layer is proper
+    matrix = np.zeros((1, 18), dtype=np.int64)
+    matrix[0, 0] = 16
+    matrix[0, 1:17] = -1
+    weight = np.ones(18, dtype=np.int64)
+    found, chosen = layers._search(csr_matrix(matrix), weight, 0, 60.0)
+    assert found is True and chosen.tolist() == [True] * 17 + [False]
+    # (the same with the seed among the small ones: the big one and all 16 again)
+    found, chosen = layers._search(csr_matrix(matrix), weight, 5, 60.0)
+    assert found is True and chosen.tolist() == [True] * 17 + [False]
+
+
 def _coarse_block():
     """A busy period of a coarse cut whose program keeps equations after the merge of groups."""
     p = rectangle_cut(120, seed=3, pinwheel=0.0, cells_per_buffer=16)
