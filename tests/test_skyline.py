@@ -146,8 +146,13 @@ def test_improve_plan_runs_the_skyline_search_again_once_it_stalls(n, monkeypatc
     dsa.validate(p, out)
     assert plan_peak(p, out) < plan_peak(p, bad)
     assert stats["skyline_restarts"] >= 1
-    # the turns between: the local search, on large problems the random dives
-    assert stats["local_iterations"] > 0 if n <= 1000 else stats["dives"] > 0
+    # the turns between: the random dives (on small problems too, with SMALL_DIVE_TURNS), else the
+    # local search. (The local search may still run on a small problem in the last 0.1 s, too short
+    # for a skyline search: whether it does depends on the machine's timing, so it is not asserted.)
+    if n > 1000 or best_module.SMALL_DIVE_TURNS:
+        assert stats["dives"] > 0
+    else:
+        assert stats["local_iterations"] > 0
     # the first search as given, then restarts with time reversed and as given in turn
     assert reverses[:3] == [False, True, False][:len(reverses)] and len(reverses) >= 2
     imp = stats["improvements"]
