@@ -128,9 +128,16 @@ LEAF_ROWS = 2
 # merge buffers before looking for layers (dsa.strategies._contract): where every plan within the
 # height makes the merge, and pinwheels
 CONTRACT = True
-# HiGHS's presolve: without it, the first layer of a fine cut of 2,000 buffers was not found in 0.5 s
-# (with it, in 0.02-0.2 s)
-PRESOLVE = True
+# HiGHS's presolve. It once found the first layer of a fine cut of 2,000 buffers in 0.02-0.2 s, where
+# the whole program without it found none in 0.5 s; since the merge of groups (_groups) and the search
+# before the program, it slows the programs left (reduced first blocks, 2 s each: short-wide-4000-s2's
+# settled in 1.02 s with it, 0.56 s without; guillotine-3000-s0's 0.16 -> 0.08 s; three tall blocks
+# unsettled either way; the layers' plans of fine-2000-s2, fine-5000-s3, fine-10000-s35,
+# tall-256-900-s132 and tall-long-256-800-s55 cut into the same blocks with the same programs). With
+# it, HiGHS printed "HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();" to
+# stdout (from its C++ code, not its log) 12 times in best at 20 s on long-tall-2000-s0; without it,
+# never in the runs since
+PRESOLVE = False
 # no look is tried where a leaf has more than this many buffers: restarted dives at the bound plan
 # fine cuts (cells_per_buffer=1024) of 800-1,200 buffers in 0.1-2.3 s, 1,500 on one seed of two, 2,000
 # on none (8 s each); a leaf of 4,338 buffers of a fine cut of 5,000 found none in 10 s
