@@ -63,6 +63,25 @@ def _set(u, val, x, trail, tl, col_ptr, col_rows, col_vals, free, pos, neg, fixe
     return tl + 1, qn
 
 
+@kernel("i8", "i8[]", "i8[]r", "i8[]r", "i8[]r", "i8[]", "i8[]", "i8[]", "i8[]")
+def _unset(u, x, col_ptr, col_rows, col_vals, free, pos, neg, fixed):
+    """Undo :func:`_set` for group ``u`` (its equations' free terms and sums as before it was
+    given a value; nothing is queued). Returns the value it had."""
+    val = x[u]
+    x[u] = -1
+    for q in range(col_ptr[u], col_ptr[u + 1]):
+        r = col_rows[q]
+        c = col_vals[q]
+        free[r] += 1
+        if c > 0:
+            pos[r] += c
+        else:
+            neg[r] += c
+        if val == 1:
+            fixed[r] -= c
+    return val
+
+
 @kernel("i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8[]r", "i8", "i8", "b1[]")
 def smallest_layer(indptr, indices, data, col_ptr, col_rows, col_vals, weight, seed, work_limit, best):
     """Search for the lightest 0/1 solution with ``x[seed] = 1`` and weight below ``weight.sum()``.
@@ -247,20 +266,8 @@ def smallest_layer(indptr, indices, data, col_ptr, col_rows, col_vals, weight, s
         while tl > mark:
             tl -= 1
             u = trail[tl]
-            was = x[u]
-            x[u] = -1
-            if was == 1:
+            if _unset(u, x, col_ptr, col_rows, col_vals, free, pos, neg, fixed) == 1:
                 chosen -= weight[u]
-            for q in range(col_ptr[u], col_ptr[u + 1]):
-                rr = col_rows[q]
-                cc = col_vals[q]
-                free[rr] += 1
-                if cc > 0:
-                    pos[rr] += cc
-                else:
-                    neg[rr] += cc
-                if was == 1:
-                    fixed[rr] -= cc
         # (the state at the decision was propagated: only the other branch's equations are queued)
         dphase[depth - 1] = 1
         v = dvar[depth - 1]

@@ -265,7 +265,8 @@ def find_layer(starts, ends, sizes, seed_row: int, time_limit: float, report=Non
     m = int(group.max()) + 1
     if m == 1:
         return None                       # (every layer holds every buffer: there is none)
-    weight = np.bincount(group, minlength=m).astype(np.float64)
+    counts = np.bincount(group, minlength=m)       # (a group's weight: the buffers it holds)
+    weight = counts.astype(np.float64)
     if balance.shape[0] == 0:
         # (no equation is left: every union of groups balances, the seed's group alone the smallest)
         chosen = group == group[seed_row]
@@ -273,7 +274,7 @@ def find_layer(starts, ends, sizes, seed_row: int, time_limit: float, report=Non
     if SEARCH and _search_ready():
         # (the search first: where it exhausts its tree the answer is proven, often in milliseconds
         # where the program takes seconds; where it does not, the program runs as before)
-        found, chosen = _search(balance, weight.astype(np.int64), int(group[seed_row]), time_limit * SEARCH_SHARE)
+        found, chosen = _search(balance, counts, int(group[seed_row]), time_limit * SEARCH_SHARE)
         if found is not None:
             if not found:
                 return None               # (proven: no layer holds the seed)
@@ -307,13 +308,9 @@ def _search_ready() -> bool:
 def warm() -> None:
     """Compile the layer search's kernel (or load it from numba's cache): ``dsa warmup`` calls this,
     as :func:`find_layer` runs the search only where it runs without compiling."""
-    from dsa._kernels.layer_search import smallest_layer
+    from scipy.sparse import csr_matrix
 
-    one = np.array([0, 2], dtype=np.int64)
-    smallest_layer(one, np.array([0, 1], dtype=np.int64), np.array([1, -1], dtype=np.int64),
-                   np.array([0, 1, 2], dtype=np.int64), np.array([0, 0], dtype=np.int64),
-                   np.array([1, -1], dtype=np.int64), np.array([1, 1], dtype=np.int64), 0, 100,
-                   np.zeros(2, dtype=bool))
+    _search(csr_matrix(np.array([[1, -1]], dtype=np.int64)), np.ones(2, dtype=np.int64), 0, 1e-6)
 
 
 def _search(balance, weight, seed_group: int, seconds: float):
@@ -330,7 +327,7 @@ def _search(balance, weight, seed_group: int, seconds: float):
     found, proven, _ = smallest_layer(
         balance.indptr.astype(i8), balance.indices.astype(i8), balance.data.astype(i8),
         by_column.indptr.astype(i8), by_column.indices.astype(i8), by_column.data.astype(i8),
-        weight, seed_group, work, chosen)
+        np.asarray(weight, dtype=i8), seed_group, work, chosen)
     return (bool(found) if proven else None), chosen
 
 
