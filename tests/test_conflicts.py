@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pytest
@@ -175,10 +174,7 @@ def test_minimalloc_below_best_known_conflict_or_limit(name):
     best = dsa.solve(problem, "best", time_limit=2.0, seed=0)
     step = int(problem.alignments.max(initial=1))
     cap = best.peak - step
-    t0 = time.perf_counter()
     sol = dsa.solve(problem, "exact", capacity=cap, time_limit=5.0)
-    took = time.perf_counter() - t0
-    assert took < 5.0 + 10.0  # (kernel compilation aside)
     if sol.status is dsa.Status.INFEASIBLE:
         if sol.conflict is None:
             assert sol.stats["conflict_cut"] and "could not be minimised" in sol.message
