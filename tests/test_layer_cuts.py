@@ -448,6 +448,27 @@ def test_partial_plans_keep_blocks_too_large_for_the_look(monkeypatch):
     assert plan_peak(p, out) < plan_peak(p, start)
 
 
+def test_a_leaf_is_its_merged_buffers_as_a_problem():
+    # the leaves of a cut with layers and merges: each is its buffers as a problem with no capacity,
+    # and a plan of it within the leaf's height expands to offsets of the leaf's rows in its band
+    p = _stacked_cuts(40, 30, 3, pinwheel=0.4, cells_per_buffer=64)
+    leaves = layers.split(p, np.arange(len(p)), dsa.load(p), time.perf_counter() + 30, np.random.default_rng(0))
+    assert len(leaves) > 1 and any(len(leaf.sizes) < len(leaf.rows) for leaf in leaves)   # (cut, merged)
+    planned = 0
+    for leaf in leaves:
+        q = leaf.problem()
+        assert isinstance(q, dsa.Problem) and q.capacity is None and len(q) == len(leaf.sizes)
+        assert all(np.array_equal(a, b) for a, b in ((q.starts, leaf.starts), (q.ends, leaf.ends),
+                                                        (q.sizes, leaf.sizes)))
+        sol = dsa.solve(q, "exact", time_limit=10)
+        if sol.peak <= leaf.height:
+            rows = leaf.rows < len(p)             # (rows past the problem's: rectangles' stand-ins)
+            out = leaf.expand(sol.offsets)[rows]
+            assert np.all(out >= leaf.base) and np.all(out + p.sizes[leaf.rows[rows]] <= leaf.base + leaf.height)
+            planned += 1
+    assert planned >= 1   # (exact plans these leaves within their heights: each is a layer of a tiling)
+
+
 def test_small_failed_leaves_are_searched_by_exact(monkeypatch):
     from dsa.strategies import exact as exact_module
 
@@ -468,7 +489,7 @@ def test_small_failed_leaves_are_searched_by_exact(monkeypatch):
     layers._repair([leaf], plans, excess, time.perf_counter() + 30, 0, stats)
     assert len(calls) == 1 and calls[0].lower_bound == calls[0].peak == 4
     assert excess == [1] and stats["layer_repaired"] == 1
-    dsa.validate(dsa.Problem(leaf.starts, leaf.ends, leaf.sizes), plans[0])
+    dsa.validate(leaf.problem(), plans[0])
 
 
 def test_partial_plans_end_where_a_block_too_large_for_the_look_is_most_of_the_period(monkeypatch):

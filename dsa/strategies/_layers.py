@@ -548,6 +548,13 @@ class Leaf(NamedTuple):
     anchor: int = -1
     settled: bool = True
 
+    def problem(self):
+        """The leaf's buffers (merged, rectangles as one buffer each) as a :class:`dsa.Problem` with no
+        capacity, whose plans within ``height`` :meth:`expand` turns into offsets of ``rows``."""
+        from dsa.problem import Problem
+
+        return Problem(self.starts, self.ends, self.sizes)
+
     def expand(self, offsets):
         """Offsets of ``rows`` from a plan of the leaf's buffers (within ``[0, height)``), counted
         from the anchor's offset."""
@@ -812,12 +819,11 @@ def _fallback(leaf: Leaf, seconds: float, seed=None):
     ``seconds`` (too short for its own look at the bound), or None with no time for it. (A plan
     made all the same, by best's first greedy pass, gave more partial plans, which the search went
     on from: the main set's three coarse cuts of 350-700 buffers ended 1 % higher, in 3 runs of 3.)"""
-    from dsa.problem import Problem
     from dsa.strategies import best
 
     if seconds < 0.01:
         return None
-    return best.solve(Problem(leaf.starts, leaf.ends, leaf.sizes), time_limit=seconds, seed=seed).offsets
+    return best.solve(leaf.problem(), time_limit=seconds, seed=seed).offsets
 
 
 def _excess(leaf: Leaf, offsets) -> int:
@@ -835,7 +841,6 @@ def _repair(leaves, plans, excess, until: float, seed, stats):
     kept only where it is lower. ``plans`` and ``excess`` are updated in place; ``stats`` gets
     ``layer_repaired`` (leaves whose excess fell) and ``layer_repair_s``."""
     from dsa.budget import Budget
-    from dsa.problem import Problem
     from dsa.strategies import best, exact
 
     began = time.perf_counter()
@@ -846,7 +851,7 @@ def _repair(leaves, plans, excess, until: float, seed, stats):
         if left < REPAIR_MIN_S:
             break
         leaf = leaves[i]
-        sub, seconds = Problem(leaf.starts, leaf.ends, leaf.sizes), left / (len(failed) - k)
+        sub, seconds = leaf.problem(), left / (len(failed) - k)
         if len(sub) <= REPAIR_EXACT_ROWS:   # (a small leaf that its band cannot hold: proven at once)
             out = exact.solve(sub, time_limit=seconds, seed=seed).offsets
         else:
@@ -924,7 +929,6 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
         ``partial``, or one of lower peak than ``offsets``), checked by :func:`dsa.validate`.
     """
     from dsa.budget import check_seed
-    from dsa.problem import Problem
     from dsa.solution import plan_peak
     from dsa.strategies import _skyline
     from dsa.sweep import Sweep
@@ -961,7 +965,7 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     for leaf in leaves:
         look = np.zeros(1, dtype=np.int64) if len(leaf.sizes) == 1 else None
         if look is None and len(leaf.sizes) <= LEAF_MAX_ROWS:   # (larger ones: partial plans only)
-            sub = Problem(leaf.starts, leaf.ends, leaf.sizes)
+            sub = leaf.problem()
             stacked = np.cumsum(sub.sizes) - sub.sizes   # a valid plan to start from (no two overlap)
             # (with partial plans, each leaf's look gets a share of the time left: the square root of
             # its share of the buffers left, so that the largest, the hardest, get the most)
