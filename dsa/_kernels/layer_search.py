@@ -63,12 +63,10 @@ def _set(u, val, x, trail, tl, col_ptr, col_rows, col_vals, free, pos, neg, fixe
     return tl + 1, qn
 
 
-@kernel("i8", "i8[]", "i8[]r", "i8[]r", "i8[]r", "i8[]", "i8[]", "i8[]", "i8[]")
-def _unset(u, x, col_ptr, col_rows, col_vals, free, pos, neg, fixed):
-    """Undo :func:`_set` for group ``u`` (its equations' free terms and sums as before it was
-    given a value; nothing is queued). Returns the value it had."""
-    val = x[u]
-    x[u] = -1
+@kernel("i8", "i8[]r", "i8[]r", "i8[]r", "i8[]", "i8[]", "i8[]", "i8[]", "b1")
+def _release(u, col_ptr, col_rows, col_vals, free, pos, neg, fixed, chosen):
+    """Count group ``u``'s terms as free in its equations again (the free terms, the sums of the free
+    positive and negative ones), taking them out of ``fixed`` where it was ``chosen``."""
     for q in range(col_ptr[u], col_ptr[u + 1]):
         r = col_rows[q]
         c = col_vals[q]
@@ -77,8 +75,17 @@ def _unset(u, x, col_ptr, col_rows, col_vals, free, pos, neg, fixed):
             pos[r] += c
         else:
             neg[r] += c
-        if val == 1:
+        if chosen:
             fixed[r] -= c
+
+
+@kernel("i8", "i8[]", "i8[]r", "i8[]r", "i8[]r", "i8[]", "i8[]", "i8[]", "i8[]")
+def _unset(u, x, col_ptr, col_rows, col_vals, free, pos, neg, fixed):
+    """Undo :func:`_set` for group ``u`` (its equations' free terms and sums as before it was
+    given a value; nothing is queued). Returns the value it had."""
+    val = x[u]
+    x[u] = -1
+    _release(u, col_ptr, col_rows, col_vals, free, pos, neg, fixed, val == 1)
     return val
 
 
@@ -98,14 +105,8 @@ def smallest_layer(indptr, indices, data, col_ptr, col_rows, col_vals, weight, s
     free = np.zeros(R, np.int64)      # (free terms)
     pos = np.zeros(R, np.int64)       # (the sum of the free positive terms)
     neg = np.zeros(R, np.int64)       # (... and of the free negative ones)
-    for r in range(R):
-        for p in range(indptr[r], indptr[r + 1]):
-            c = data[p]
-            free[r] += 1
-            if c > 0:
-                pos[r] += c
-            else:
-                neg[r] += c
+    for u in range(m):                # (every group free: its terms counted as free)
+        _release(u, col_ptr, col_rows, col_vals, free, pos, neg, fixed, False)
     trail = np.empty(m, np.int64)
     queue = np.empty(R, np.int64)
     queued = np.zeros(R, np.bool_)
