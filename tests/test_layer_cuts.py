@@ -269,6 +269,35 @@ def test_best_plans_layers_apart_on_large_tilings(monkeypatch):
     assert s.stats["bound_look"] and s.stats["layer_plan"] and s.stats["layers"] >= 1
 
 
+def test_tiles_says_where_plan_has_periods_to_cut():
+    p = rectangle_cut(60, seed=3, cells_per_buffer=256)
+    stacked = np.cumsum(p.sizes) - p.sizes
+    assert layers.tiles(p, stacked, dsa.load(p))           # (above LOAD, LOAD bytes alive throughout)
+    _, known = rectangle_cut(60, seed=3, cells_per_buffer=256, return_plan=True)
+    assert not layers.tiles(p, known, dsa.load(p))         # (nothing above the cap: nothing to cut)
+    assert not layers.tiles(p, stacked, dsa.load(p) + 64)  # (a cap above the bytes alive: no tiling)
+    aligned = dsa.Problem(p.starts, p.ends, p.sizes, alignments=np.full(len(p), 64))
+    assert not layers.tiles(aligned, stacked, dsa.load(p))  # (alignments: the layers do not apply)
+
+
+def test_best_cuts_layers_with_less_time_left_than_the_look_at_the_whole_needs(monkeypatch):
+    # below BOUND_LOOK_MIN_S seconds left (the default time limit is 1 s) the look at the whole does
+    # not run, but the layers do, on the look's share: the tiling is planned at the bound
+    monkeypatch.setattr(best_module, "BOUND_LOOK_MAX_ROWS", 50)
+    p = _stacked_cuts(80, 50, 7, cells_per_buffer=256)
+    real, looked = _skyline.bound_look, []
+
+    def look(problem, *args, **kw):
+        looked.append(len(problem))
+        return real(problem, *args, **kw)
+
+    monkeypatch.setattr(_skyline, "bound_look", look)
+    s = dsa.solve(p, strategy="best", time_limit=0.9 * best_module.BOUND_LOOK_MIN_S, seed=0)
+    assert s.success and s.peak == dsa.lower_bound(p)
+    assert s.stats["layer_plan"] and s.stats["layers"] >= 1
+    assert looked and len(p) not in looked   # (only the leaves were looked at, not the whole)
+
+
 def test_best_skips_layers_when_disabled(monkeypatch):
     monkeypatch.setattr(best_module, "BOUND_LOOK_MAX_ROWS", 50)
     monkeypatch.setattr(best_module, "LAYERS_SHARE", 0.0)

@@ -74,7 +74,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["plan", "available", "find_layer", "find_rectangle", "split", "Leaf"]
+__all__ = ["plan", "tiles", "available", "find_layer", "find_rectangle", "split", "Leaf"]
 
 # a split's layer (find_layer) gets at most this many seconds (and never past the deadline) ...
 LAYER_S = 1.5
@@ -873,6 +873,30 @@ def _flat(problem, rows, cap: int) -> bool:
     return len(live) > 1 and bool(np.all(live[:-1] == cap))
 
 
+def _tiled_periods(problem, offsets, cap: int):
+    """The busy periods that ``offsets`` plans above ``cap`` (their rows of positive size), where
+    :func:`plan` applies: no fixed offsets, no alignment above 1, and ``cap`` bytes alive at every
+    instant of each of them; None otherwise."""
+    from dsa.solution import plan_peak
+    from dsa.strategies import _skyline
+    from dsa.sweep import Sweep
+
+    if len(problem) == 0 or not _skyline.supported(problem) or np.any(problem.alignments > 1):
+        return None
+    periods = [rows for rows in Sweep(problem).period_rows() if plan_peak(problem, offsets, rows) > cap]
+    periods = [rows[problem.sizes[rows] > 0] for rows in periods]
+    if not periods or not all(_flat(problem, rows, cap) for rows in periods):
+        return None
+    return periods
+
+
+def tiles(problem, offsets, cap: int) -> bool:
+    """Whether :func:`plan` has periods to cut: every busy period that ``offsets`` plans above ``cap``
+    has ``cap`` bytes alive at every instant (a plan within ``cap`` tiles it), on a problem without
+    fixed offsets or alignments above 1. O(n log n); imports nothing."""
+    return _tiled_periods(problem, np.asarray(offsets, dtype=np.int64), cap) is not None
+
+
 def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, partial: bool = False,
          repair_until=None):
     """A plan within ``cap`` made of layers planned apart, or None.
@@ -931,15 +955,11 @@ def plan(problem, offsets, cap: int, deadline: float, seed=None, stats=None, par
     from dsa.budget import check_seed
     from dsa.solution import plan_peak
     from dsa.strategies import _skyline
-    from dsa.sweep import Sweep
     from dsa.validator import InvalidPlanError, validate
 
     out = np.asarray(offsets, dtype=np.int64).copy()
-    if len(problem) == 0 or not _skyline.supported(problem) or np.any(problem.alignments > 1):
-        return None
-    periods = [rows for rows in Sweep(problem).period_rows() if plan_peak(problem, out, rows) > cap]
-    periods = [rows[problem.sizes[rows] > 0] for rows in periods]
-    if not periods or not all(_flat(problem, rows, cap) for rows in periods) or not available():
+    periods = _tiled_periods(problem, out, cap)
+    if periods is None or not available():
         return None                       # (SciPy is imported only where there is a tiling to cut)
     rng = np.random.default_rng(check_seed(seed))
     stats = {} if stats is None else stats

@@ -456,6 +456,21 @@ LAYERS_PARTIAL = True
 # set's mean was 1.1078 x LOAD with LAYERS_SHARE there too, against 1.0672 before; the coarse cuts
 # improve only once the looks have failed)
 LAYERS_SMALL_SHARE = 0.5
+# the layers run with any time left, the look at the whole only from BOUND_LOOK_MIN_S on: below it
+# (best at its default second) the layers take all of the look's share on those problems instead.
+# Before, below BOUND_LOOK_MIN_S neither ran, and the layers plan many tilings at the bound in
+# 0.02-0.2 s. best at time_limit=1 (one process, kernels loaded), random draws of rectangle cuts
+# (benchmarks/peers_generated.random_settings): seeds 1000-1039 at 100-400 buffers, 18 -> 34 of 40 at
+# LOAD, mean 1.0640 -> 1.0135 x LOAD (0.1 of the time left instead of 0.2: 33, 1.0158; 0.4: 34,
+# 1.0128); seeds 600-623 at 200-5,000 buffers (above BOUND_LOOK_MAX_ROWS the share is LAYERS_SHARE),
+# 7 -> 21 of 24 at LOAD, mean 1.1070 -> 1.0178 (one higher: random602, coarse, 1.1111 -> 1.1212);
+# exact at 1 s on the first 40, 27 -> 34 at LOAD. MiniMalloc's challenging instances and the real
+# traces are no tilings (the layers return at once, SciPy not imported): best at 1 s level (mean
+# 1.0062 -> 1.0056, D's spread). In a fresh process SciPy's import (about 0.3 s) took all of the
+# layers' share at 1 s: it is not counted in it (random1034 and random1006 then planned at LOAD in
+# 0.8 s, 0.5 s of it loading kernels). The look at the whole below BOUND_LOOK_MIN_S as well: 34 of
+# 40, mean 1.0145, not kept
+LAYERS_SHORT_SHARE = BOUND_LOOK_SHARE
 # the skyline search's kernel takes about 3 s to compile: with an empty numba cache (no `dsa warmup`)
 # it runs only in calls that have at least this long left, so that a short call does not spend more
 # than its budget compiling a search it would run for a second (stats["skyline"] says so)
@@ -577,7 +592,9 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
     """Restarted skyline dives at ``target`` (the lower bound) for ``BOUND_LOOK_SHARE`` of the time
     left (:func:`dsa.strategies._skyline.bound_look`): a plan there (returned; None otherwise) is
     optimal. Only under a deadline with at least ``BOUND_LOOK_MIN_S`` seconds left, where the skyline
-    search runs (:func:`skyline_runs`). When a busy period above ``target`` has more than
+    search runs (:func:`skyline_runs`); with less left, only the layers below run (for
+    ``LAYERS_SHORT_SHARE`` of the time left on problems of at most ``BOUND_LOOK_MAX_ROWS`` movable
+    rows). When a busy period above ``target`` has more than
     ``BOUND_LOOK_MAX_ROWS`` rows, the look gets ``BOUND_LOOK_LARGE_SHARE`` of the time left instead,
     and none on problems of more than ``BOUND_LOOK_LARGE_MAX_ROWS`` movable rows (the chance that
     such dives complete a plan at the bound falls steeply with the rows on most problems, so the time
@@ -592,35 +609,49 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
     buffers merged where a tiling allows, and planned apart by :func:`dsa.strategies._layers.plan`,
     for up to ``LAYERS_SHARE`` of the time left (on problems of at most ``BOUND_LOOK_MAX_ROWS``
     movable rows, ``LAYERS_SMALL_SHARE`` of the look's share, the look at the whole then getting what
-    they leave of that share). With ``LAYERS_PARTIAL``, where some leaves are not planned within
-    their bands, that gives a plan above ``target`` but below ``offsets``' peak (those leaves
-    searched apart first, for a share of the call's time left, where they hold few of the buffers:
-    ``_layers.REPAIR_SHARE``): the look at the whole starts from it, and it is returned if the look
-    finds nothing (the caller tells the two apart by the peak). ``stats`` also gets ``layer_plan``
+    they leave of that share; SciPy's import, where there is a tiling to cut and the process has not
+    imported it yet, is not counted in either share). With ``LAYERS_PARTIAL``, where some leaves are
+    not planned within their bands, that gives a plan above ``target`` but below ``offsets``' peak
+    (those leaves searched apart first, for a share of the call's time left, where they hold few of
+    the buffers: ``_layers.REPAIR_SHARE``): the look at the whole starts from it, and it is returned
+    if the look finds nothing (the caller tells the two apart by the peak). ``stats`` also gets ``layer_plan``
     (whether the layers gave the plan at ``target``), ``layer_partial_peak`` (the peak of such a
     lower plan) and the counts of :func:`dsa.strategies._layers.plan` (``layers``,
     ``layer_programs``, ``layer_s``, ``layer_repaired``, ...)."""
     from dsa.strategies import _skyline
 
     left = budget.remaining()
-    if budget.deadline is None or left < BOUND_LOOK_MIN_S or not skyline_runs(problem, left):
+    if budget.deadline is None or not skyline_runs(problem, left):
         return None
     if plan_peak(problem, offsets) <= target:
         return None
+    movable = _movable(problem)
+    layers = LAYERS_SHARE > 0 and LAYERS_MIN_ROWS < movable <= BOUND_LOOK_LARGE_MAX_ROWS
+    whole = left >= BOUND_LOOK_MIN_S      # (the look at the whole)
+    if not (layers or whole):
+        return None
     began = time.perf_counter()
     total = left
-    movable = _movable(problem)
     out = lower = None
-    if LAYERS_SHARE > 0 and LAYERS_MIN_ROWS < movable <= BOUND_LOOK_LARGE_MAX_ROWS:
+    if layers:
         # (layers and merged buffers plan tilings that the look at the whole does not; _layers.plan
         # returns at once where there is no tiling to cut)
         from dsa.strategies import _layers
 
+        if _layers.tiles(problem, offsets, target):
+            # (SciPy's import, once per process and only where there is a tiling to cut, is not
+            # counted in the looks' shares: about 0.3 s, all of the layers' share at short limits)
+            t = time.perf_counter()
+            _layers.available()
+            began += time.perf_counter() - t
+            left = budget.remaining()
         # (on problems of at most BOUND_LOOK_MAX_ROWS rows the look at the whole has its full share:
-        # the layers take part of that share, not time of their own)
-        share = LAYERS_SHARE if movable > BOUND_LOOK_MAX_ROWS else LAYERS_SMALL_SHARE * BOUND_LOOK_SHARE
-        out = _layers.plan(problem, offsets, target, began + share * left, seed=seed, stats=stats,
-                           partial=LAYERS_PARTIAL, repair_until=budget.deadline)
+        # the layers take part of that share, not time of their own; all of it where the look at the
+        # whole does not run)
+        share = LAYERS_SHARE if movable > BOUND_LOOK_MAX_ROWS else (
+            LAYERS_SMALL_SHARE * BOUND_LOOK_SHARE if whole else LAYERS_SHORT_SHARE)
+        out = _layers.plan(problem, offsets, target, time.perf_counter() + share * left, seed=seed,
+                           stats=stats, partial=LAYERS_PARTIAL, repair_until=budget.deadline)
         peak = None if out is None else int(plan_peak(problem, out))
         if peak is not None and peak > target:
             lower, out = out, None        # (some leaves above their bands: a lower plan, not the bound)
@@ -629,7 +660,7 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
         if stats is not None:
             stats["layer_plan"] = out is not None
         left = budget.remaining()
-    if out is None and left > 0:
+    if out is None and left > 0 and whole:
         now = time.perf_counter()
         large = now + BOUND_LOOK_LARGE_SHARE * left if movable <= BOUND_LOOK_LARGE_MAX_ROWS else None
         until = now + BOUND_LOOK_SHARE * left
