@@ -634,8 +634,8 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
     total = left
     out = lower = None
     if layers:
-        # (layers and merged buffers plan tilings that the look at the whole does not; _layers.plan
-        # returns at once where there is no tiling to cut)
+        # (layers and merged buffers plan tilings that the look at the whole does not; nothing runs
+        # where there is no tiling to cut)
         from dsa.strategies import _layers
 
         if _layers.tiles(problem, offsets, target):
@@ -645,13 +645,13 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
             _layers.available()
             began += time.perf_counter() - t
             left = budget.remaining()
-        # (on problems of at most BOUND_LOOK_MAX_ROWS rows the look at the whole has its full share:
-        # the layers take part of that share, not time of their own; all of it where the look at the
-        # whole does not run)
-        share = LAYERS_SHARE if movable > BOUND_LOOK_MAX_ROWS else (
-            LAYERS_SMALL_SHARE * BOUND_LOOK_SHARE if whole else LAYERS_SHORT_SHARE)
-        out = _layers.plan(problem, offsets, target, time.perf_counter() + share * left, seed=seed,
-                           stats=stats, partial=LAYERS_PARTIAL, repair_until=budget.deadline)
+            # (on problems of at most BOUND_LOOK_MAX_ROWS rows the look at the whole has its full
+            # share: the layers take part of that share, not time of their own; all of it where the
+            # look at the whole does not run)
+            share = LAYERS_SHARE if movable > BOUND_LOOK_MAX_ROWS else (
+                LAYERS_SMALL_SHARE * BOUND_LOOK_SHARE if whole else LAYERS_SHORT_SHARE)
+            out = _layers.plan(problem, offsets, target, time.perf_counter() + share * left, seed=seed,
+                               stats=stats, partial=LAYERS_PARTIAL, repair_until=budget.deadline)
         peak = None if out is None else int(plan_peak(problem, out))
         if peak is not None and peak > target:
             lower, out = out, None        # (some leaves above their bands: a lower plan, not the bound)
