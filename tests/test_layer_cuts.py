@@ -298,6 +298,35 @@ def test_best_cuts_layers_with_less_time_left_than_the_look_at_the_whole_needs(m
     assert looked and len(p) not in looked   # (only the leaves were looked at, not the whole)
 
 
+def test_best_gives_the_canonical_search_no_floor_of_time_on_tilings(monkeypatch):
+    # at the default second, the canonical search gets CANONICAL_MIN_S (all of the time left) on a
+    # problem that is not a tiling, and only its share (CANONICAL_SHARE_SMALL) on a tiling, where the
+    # skyline search and the dives plan what it does not
+    from dsa.strategies import _canonical_search
+
+    given = []
+    real = _canonical_search.CanonicalSearch.lower_peak
+
+    def lower_peak(self, offsets, *args, time_limit=None, **kw):
+        given.append(time_limit)
+        return real(self, offsets, *args, time_limit=time_limit, **kw)
+
+    monkeypatch.setattr(_canonical_search.CanonicalSearch, "lower_peak", lower_peak)
+    monkeypatch.setattr(best_module, "bound_look", lambda *a, **k: None)   # (no plan at the bound)
+    tiling = rectangle_cut(300, seed=5, pinwheel=0.5, cells_per_buffer=16)
+    other = dsa.data.load("A.1048576")
+    assert layers.tiles(tiling, np.cumsum(tiling.sizes) - tiling.sizes, dsa.load(tiling))
+    assert not layers.tiles(other, np.cumsum(other.sizes) - other.sizes, dsa.lower_bound(other))
+    for p in (tiling, other):
+        given.clear()
+        s = dsa.solve(p, strategy="best", time_limit=1.0, seed=0)
+        assert s.success and len(given) == 1
+        if p is tiling:
+            assert given[0] <= best_module.CANONICAL_SHARE_SMALL * 1.0
+        else:
+            assert given[0] > best_module.CANONICAL_SHARE_SMALL * 1.0
+
+
 def test_best_skips_layers_when_disabled(monkeypatch):
     monkeypatch.setattr(best_module, "BOUND_LOOK_MAX_ROWS", 50)
     monkeypatch.setattr(best_module, "LAYERS_SHARE", 0.0)

@@ -393,6 +393,14 @@ CANONICAL_SHARE = 0.15
 # instances (150-450 rows) it needs most of the default second
 CANONICAL_SHARE_SMALL = 0.2
 CANONICAL_MIN_S = 1.0
+# ... except on tilings (every busy period above the bound has it as its bytes alive at every instant,
+# as in rectangle cuts), where its share alone: there the skyline search and the dives after it
+# plan what the canonical search does not, and at short limits the floor left them nothing. best on
+# 40 random draws of 100-400 buffers (seeds 1000-1039 of benchmarks/peers_generated.random_settings):
+# at 1 s, 34 -> 35 at LOAD, mean 1.0134 -> 1.0067 x LOAD (all six above LOAD lower); at 2 s, 34 ->
+# 36, 1.0085 -> 1.0048; at 5 s (the floor no longer binds past the share) 36 and 35, 1.0042 and
+# 1.0047 (random1035 at LOAD at 4.65 s one way, 1.04 the other). MiniMalloc's instances are no
+# tilings: level
 # share of the time left that improve_plan gives the skyline search first (dsa.strategies._skyline),
 # under a deadline (rectangle cuts of 400-3,000 buffers at 5 s: 0.75 gave 1.0876 x LOAD against
 # 1.1005 without it, 6 instances), and each of its later turns
@@ -973,7 +981,8 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
        works on busy periods of up to ``_canonical_search.MAX_BUFFERS`` buffers and stops early when the peak
        is set by a larger one. On problems of more than 1,000 rows it gets ``CANONICAL_SHARE`` of
        the time left, on smaller ones ``CANONICAL_SHARE_SMALL`` of it but at least
-       ``CANONICAL_MIN_S`` seconds when the skyline search is to run (else all of it).
+       ``CANONICAL_MIN_S`` seconds (none on tilings) when the skyline search is to run (else all
+       of it).
     2. With time left, :func:`improve_plan`: under a deadline the skyline search of
        :mod:`dsa.strategies._skyline` (restarted bottom-left dives below the incumbent, and re-packs
        of what lies above a random level of it) gets ``SKYLINE_SHARE`` of the time left; on
@@ -1016,7 +1025,11 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
         if movable > LARGE_ROWS:
             left *= CANONICAL_SHARE
         elif skyline_runs(problem, left):  # (the share left over is the skyline search's)
-            left = max(left * CANONICAL_SHARE_SMALL, min(left, CANONICAL_MIN_S))
+            from dsa.strategies import _layers
+
+            # (no floor on tilings: see CANONICAL_MIN_S)
+            floor = 0.0 if _layers.tiles(problem, offsets, bound) else CANONICAL_MIN_S
+            left = max(left * CANONICAL_SHARE_SMALL, min(left, floor))
     # (the random dives of improve_plan use its busy periods too; a period whose preparation the
     # deadline cuts short is not searched)
     search = CanonicalSearch(problem, deadline=budget.deadline)
