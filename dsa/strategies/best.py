@@ -394,8 +394,8 @@ CANONICAL_SHARE = 0.15
 CANONICAL_SHARE_SMALL = 0.2
 CANONICAL_MIN_S = 1.0
 # ... except on tilings (every busy period above the bound has it as its bytes alive at every instant,
-# as in rectangle cuts), where its share alone: there the skyline search and the dives after it
-# plan what the canonical search does not, and at short limits the floor left them nothing. best on
+# as in rectangle cuts), where it gets its share alone: there the skyline search and the dives after
+# it plan what the canonical search does not, and at short limits the floor left them nothing. best on
 # 40 random draws of 100-400 buffers (seeds 1000-1039 of benchmarks/peers_generated.random_settings):
 # at 1 s, 34 -> 35 at LOAD, mean 1.0134 -> 1.0067 x LOAD (all six above LOAD lower); at 2 s, 34 ->
 # 36, 1.0085 -> 1.0048; at 5 s (the floor no longer binds past the share) 36 and 35, 1.0042 and
