@@ -640,6 +640,7 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
         return None
     began = time.perf_counter()
     total = left
+    imported = 0.0                        # (seconds SciPy's import took here, out of the shares)
     out = lower = None
     if layers:
         # (layers and merged buffers plan tilings that the look at the whole does not; nothing runs
@@ -651,7 +652,7 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
             # counted in the looks' shares: about 0.3 s, all of the layers' share at short limits)
             t = time.perf_counter()
             _layers.available()
-            began += time.perf_counter() - t
+            imported = time.perf_counter() - t
             left = budget.remaining()
             # (on problems of at most BOUND_LOOK_MAX_ROWS rows the look at the whole has its full
             # share: the layers take part of that share, not time of their own; all of it where the
@@ -673,7 +674,7 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
         large = now + BOUND_LOOK_LARGE_SHARE * left if movable <= BOUND_LOOK_LARGE_MAX_ROWS else None
         until = now + BOUND_LOOK_SHARE * left
         if movable <= BOUND_LOOK_MAX_ROWS:
-            until = max(now, began + BOUND_LOOK_SHARE * total)   # (what the layers left of the share)
+            until = max(now, began + imported + BOUND_LOOK_SHARE * total)   # (what the layers left of it)
         out = _skyline.bound_look(problem, offsets if lower is None else lower, target, until, seed=seed,
                                   max_rows=BOUND_LOOK_MAX_ROWS, large_deadline=large)
     if stats is not None:
