@@ -89,6 +89,7 @@ def test_a_block_whose_program_stops_at_its_limit_stays_whole(monkeypatch):
     monkeypatch.setattr(layers, "find_layer", unsettled)
     monkeypatch.setattr(layers, "find_rectangle", rectangle)
     monkeypatch.setattr(layers, "RECTANGLE_MIN_ROWS", 0)
+    monkeypatch.setattr(layers, "EDGE_SEEDS", 0)   # (the random seeds' rule; the edges' is tested apart)
     stats = {}
     leaves = layers.split(p, np.arange(len(p)), cap, time.perf_counter() + 30, np.random.default_rng(0), stats)
     # one program per block that reaches one (no second seed), no rectangle, no layer: every block
@@ -116,6 +117,56 @@ def test_a_block_whose_program_stops_at_its_limit_stays_whole(monkeypatch):
     stats = {}
     layers.split(p, np.arange(len(p)), cap, time.perf_counter() + 30, np.random.default_rng(0), stats)
     assert stats.get("layers", 0) >= 1 and "layer_unsettled" not in stats
+
+
+def _direct(find, limit, *args, **options):
+    """``split``'s ``program`` without its deadline and counts."""
+    return find(*args, limit, **options)
+
+
+def test_edge_seeds_are_the_buffers_at_the_block_edges_smallest_first(monkeypatch):
+    starts = np.array([0, 0, 0, 2, 1, 3, 5, 4])
+    ends = np.array([2, 4, 9, 9, 3, 5, 9, 6])
+    sizes = np.array([5, 3, 4, 9, 1, 2, 1, 7])
+    tried = []
+
+    def record(s, e, z, seed_row, time_limit, report=None):
+        tried.append((seed_row, time_limit))
+        return None
+
+    monkeypatch.setattr(layers, "find_layer", record)
+    assert layers._edge_layer(_direct, starts, ends, sizes, np.random.default_rng(0)) is None
+    # alive at the first instant (0: rows 0-2) or the last (9: rows 2, 3, 6), each once, by size;
+    # each search gets EDGE_S seconds
+    assert [row for row, _ in tried] == [6, 1, 2, 0, 3] and {limit for _, limit in tried} == {layers.EDGE_S}
+    tried.clear()
+    monkeypatch.setattr(layers, "EDGE_SEEDS", 2)
+    layers._edge_layer(_direct, starts, ends, sizes, np.random.default_rng(0))
+    assert [row for row, _ in tried] == [6, 1]
+    # the first layer found ends the search
+    tried.clear()
+    monkeypatch.setattr(layers, "EDGE_SEEDS", 16)
+    monkeypatch.setattr(layers, "find_layer", lambda s, e, z, seed_row, limit, report=None:
+                        tried.append(seed_row) or (np.arange(len(z)) == seed_row if seed_row == 2 else None))
+    assert layers._edge_layer(_direct, starts, ends, sizes, np.random.default_rng(0)).tolist() == [
+        False, False, True, False, False, False, False, False]
+    assert tried == [6, 1, 2]
+
+
+def test_edge_seeds_cut_a_thin_band_off_a_coarse_block():
+    # a coarse cut (16 cells per buffer: sizes coincide, and a layer holding a random buffer is
+    # seldom proven the smallest) on a band of six buffers of 64 bytes end to end: a layer holding
+    # one of the buffers at an edge, a thin one, comes back in a fraction of a second
+    p = rectangle_cut(800, seed=3, pinwheel=0.2, cells_per_buffer=16)
+    w = int(p.ends.max())
+    bounds = np.r_[0, np.sort(np.random.default_rng(3).choice(np.arange(1, w), 5, replace=False)), w]
+    q = dsa.Problem(np.r_[p.starts, bounds[:-1]], np.r_[p.ends, bounds[1:]], np.r_[p.sizes, np.full(6, 64)])
+    assert len(layers._spans(q.starts, q.ends)) == 1
+    layer = layers._edge_layer(_direct, q.starts, q.ends, q.sizes, np.random.default_rng(0))
+    assert layer is not None and layers._balanced(q.starts, q.ends, q.sizes, layer)
+    edge = (q.starts == q.starts.min()) | (q.ends == q.ends.max())
+    assert (layer & edge).any()
+    assert dsa.load(q.take(np.flatnonzero(layer))) <= dsa.load(q) // 4
 
 
 def test_a_leaf_whose_program_stopped_at_its_limit_gets_a_short_look(monkeypatch):
