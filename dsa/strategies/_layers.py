@@ -38,9 +38,9 @@ but one chosen, the number chosen minimised, so that the smallest layer holding 
 guillotine cut's band). The buffers given are first those alive at the block's first or last
 instant, the smallest first (every layer holds one of the first; a thin band is a small layer, found
 and proven the smallest at once), then random ones. Before it runs, buffers that every layer takes
-together become one variable (:func:`_groups`): at an instant where few buffers end or start, the sets of them that
-balance are often unions of a few disjoint *atoms* (a buffer that ends and the two that start in its
-bytes), and a layer takes an atom whole; merged, the instant's equation holds for any choice and
+together become one variable (:func:`_groups`): at an instant where few buffers end or start, the
+sets of them that balance are often unions of a few disjoint *atoms* (a buffer that ends and the two
+that start in its bytes), and a layer takes an atom whole; merged, the instant's equation holds for any choice and
 drops out, and merged buffers make fewer, larger terms at the next instants, whose atoms are found
 in turn (where the balanced sets overlap, buffers that each of them holds both or neither of still
 merge). Where sizes coincide (coarse grids) the sets overlap and little merges; on fine grids the
