@@ -40,9 +40,9 @@ instant, the smallest first (every layer holds one of the first; a thin band is 
 and proven the smallest at once), then random ones. Before it runs, buffers that every layer takes
 together become one variable (:func:`_groups`): at an instant where few buffers end or start, the
 sets of them that balance are often unions of a few disjoint *atoms* (a buffer that ends and the two
-that start in its bytes), and a layer takes an atom whole; merged, the instant's equation holds for any choice and
-drops out, and merged buffers make fewer, larger terms at the next instants, whose atoms are found
-in turn (where the balanced sets overlap, buffers that each of them holds both or neither of still
+that start in its bytes), and a layer takes an atom whole; merged, the instant's equation holds for
+any choice and drops out, and merged buffers make fewer, larger terms at the next instants, whose
+atoms are found in turn (where the balanced sets overlap, buffers that each of them holds both or neither of still
 merge). Where sizes coincide (coarse grids) the sets overlap and little merges; on fine grids the
 program shrinks twenty-fold or more (a block of 6,641 merged buffers and 1,698 equations: 55 variables
 and 12 equations; its smallest layer in 0.25 s, where the whole program took 14 s). The solver's
@@ -128,9 +128,9 @@ SEARCH_WORK_PER_S = 1_500_000_000
 # before those seeds, up to EDGE_SEEDS buffers at the block's edges (alive at its first or its last
 # instant), the smallest first, each with a search of EDGE_S seconds, EDGE_TOTAL_S in all
 # (_edge_layer): every layer holds some buffer alive at the block's first instant (its load is the
-# same throughout and not 0), so these seeds miss none, and a thin band (small buffers) is a small
-# layer that the search finds, and most often proves the smallest, in milliseconds; a random seed
-# lies most often in a large layer (the rest of the block above a thin band), which it does not.
+# same throughout and not 0), so no layer is out of their reach, and a thin band (small buffers) is
+# a small layer that the search finds, and most often proves the smallest, in milliseconds; a random
+# seed lies most often in a large layer (the rest of the block above a thin band), which it does not.
 # The first block of guillotine-700-s0 (631 merged buffers): random seeds stopped unsettled after
 # 1.5 s; two of its nine first buffers of size 64 gave a layer of 5 in 0.02 s. _layers.plan alone
 # (4 s, from a greedy plan) on 82 cuts (the main, second and tall sets, 46 random draws): 42 -> 52
