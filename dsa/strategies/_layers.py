@@ -42,10 +42,11 @@ together become one variable (:func:`_groups`): at an instant where few buffers 
 sets of them that balance are often unions of a few disjoint *atoms* (a buffer that ends and the two
 that start in its bytes), and a layer takes an atom whole; merged, the instant's equation holds for
 any choice and drops out, and merged buffers make fewer, larger terms at the next instants, whose
-atoms are found in turn (where the balanced sets overlap, buffers that each of them holds both or neither of still
-merge). Where sizes coincide (coarse grids) the sets overlap and little merges; on fine grids the
-program shrinks twenty-fold or more (a block of 6,641 merged buffers and 1,698 equations: 55 variables
-and 12 equations; its smallest layer in 0.25 s, where the whole program took 14 s). The solver's
+atoms are found in turn (where the balanced sets overlap, buffers that each of them holds both or
+neither of still merge). Where sizes coincide (coarse grids) the sets overlap and little merges; on
+fine grids the program shrinks twenty-fold or more (a block of 6,641 merged buffers and 1,698
+equations: 55 variables and 12 equations; its smallest layer in 0.25 s, where the whole program took
+14 s). The solver's
 answer is checked again in integers. Before the program, a depth-first search with constraint
 propagation (:mod:`dsa._kernels.layer_search`) looks for the same smallest layer: where it exhausts
 its tree, its answer is proven and the program does not run (on tall cuts, 256 cells per buffer, in
