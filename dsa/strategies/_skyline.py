@@ -14,7 +14,10 @@ hole of every column at the peak, so that what lies above the band can move down
 ceiling over each column there), or keeps a bottom with no waste in it (what the best of a few dives
 at the lower bound placed, or the largest such bottom of a climb: an iterated greedy search, R. Ruiz
 and T. Stutzle, European Journal of Operational Research 177(3), 2007, whose dives at the bound start
-from that bottom cut at a level or around where the dives stopped) and re-packs the rest above it.
+from that bottom cut at a level or around where the dives stopped) and re-packs the rest above it,
+or flattens the incumbent: re-packs the buffers around a window of the columns that reach its peak,
+at that peak but one quantum lower over the window, and takes the plan where it lowers the peak or
+has fewer columns in the top quantum, so that those columns are cleared a window at a time.
 Busy periods (spans of time that nothing crosses) are searched apart, the one that sets the peak
 first.
 
@@ -96,6 +99,24 @@ BAND_SHARE = 0.5    # share of the re-packs that keep its top and its bottom and
 # with bands in place of floors: on those cuts and 3 others, 2 seeds, mean -0.30 % of LOAD, 12 of 20
 # runs lower, 3 higher; but on 24 cuts no run had seen (250-4,000 buffers) 8 lower and 10 higher,
 # +0.30 % on the six of 1,500-4,000 buffers over 2 seeds. Not taken.)
+# Flattening re-packs (_Search._flatten) work at the incumbent's peak, with a ceiling one quantum
+# lower over a window of the columns in its top quantum and over every column below it, and take a
+# plan that clears the window: the peak falls once the last such column is cleared. The floors above
+# must clear every column at once, one byte below the peak, and on coarse cuts almost never do.
+# Flattening alone from a skyline plan of 5 s: guillotine-3000-s0's top quantum went from 6,080 to
+# 256 bytes x time steps in 30 s (11 plans taken of 1,243 re-packs), and with levels of 0.2-0.9 of
+# the peak (kept) it lowered the peak in 20 s, 1.0909 -> 1.0773 x LOAD, as on pinwheel-350-s0, 1.0667
+# -> 1.0533. best at 20 s on the main set's 9 coarse cuts (250-5,000 buffers, 16 cells per buffer),
+# seeds 0-3, against FLAT_SHARE = 0 in the same session: mean 1.0593 -> 1.0560 (per seed -0.0075,
+# -0.0048, -0.0024, +0.0014), 15 of 36 runs lower, 7 higher; pinwheel-350-s0 1.0667 -> 1.0467 on
+# average (1.0400 on 2 seeds, which no run before had reached), guillotine-700-s0 1.0660 -> 1.0566 on
+# all 4, long-tall-250-s2 lost LOAD on one (1.0080), guillotine-3000-s0 level (1.0761). best at its
+# default 1 s on 40 draws of 100-400 buffers: level (35 at LOAD both ways, mean 1.0064 -> 1.0066).
+FLAT_SHARE = 0.5   # share of the re-packs other than bands that flatten the incumbent's top (_flatten) ...
+FLAT_ROUND_S = 0.5  # ... each round of them re-packing for up to this long, until the peak falls
+FLAT_MIN = 0.0      # the window is a share of its run of hot columns drawn from [FLAT_MIN, 1]
+FLAT_MARGIN = 0.05  # buffers go up to a random margin of this share of the columns around it ...
+FLAT_LO, FLAT_HI = 0.2, 0.9  # ... above a level drawn from this range, as a share of the peak
 BAND_JITTER = 0.5   # the band takes in each column at the peak the hole nearest a random level, give
                     # or take a random distance up to this share of the peak ...
 BAND_MARGIN = 0.05  # ... and a random margin up to this share of it below and above
@@ -175,6 +196,7 @@ class Skyline:
         self.cs = np.searchsorted(pts, starts).astype(np.int64)
         self.ce = np.searchsorted(pts, ends).astype(np.int64)
         self.T = max(1, len(pts) - 1)
+        self.widths = np.diff(pts).astype(np.int64) if len(pts) > 1 else np.ones(1, np.int64)
         self.sz = problem.sizes[self.rows].astype(np.int64)
         self.al = problem.alignments[self.rows].astype(np.int64)
         m = len(self.rows)
@@ -342,6 +364,15 @@ class Skyline:
         self.on_grain = bool(np.all(self.h0 % self.grain == 0) and np.all(ceil % self.grain == 0))
         return int(np.count_nonzero(self.keep))
 
+    def lower_ceiling(self, lo, hi, level):
+        """Lower the ceiling over columns ``[lo, hi)`` to ``level`` (where it is higher), after
+        :meth:`set_keep`: a setting of its own for the table of dead states."""
+        self._salts += 1
+        self.salt = self._salts
+        self.ceil[lo:hi] = np.minimum(self.ceil[lo:hi], level)
+        ceil = self.ceil[self.ceil != _NO_CEILING]
+        self.on_grain = bool(np.all(self.h0 % self.grain == 0) and np.all(ceil % self.grain == 0))
+
     def base_unit(self) -> int:
         """The node limit of the shortest dive: ``UNIT_ROWS`` per row and ``UNIT_COLS`` per time
         column (wasted-space steps raise one column at a time)."""
@@ -460,10 +491,12 @@ class _Search:
         self.climb_fails = 0
         self.largest = -1.0  # (the area of the largest bottom the climb has found)
         self.grew = False  # (whether it grew in the last round: reset by round)
+        self.flat = 0  # (plans taken at the same peak, flatter: see _flatten)
 
     def round(self, deadline) -> bool:
-        """One probe; returns whether it lowered the peak (``self.grew`` says whether the climb's
-        bottom grew, see :meth:`_climb_step`)."""
+        """One probe (or, flattening, a round of them); returns whether it lowered the peak
+        (``self.grew`` says whether the climb's bottom grew, see :meth:`_climb_step`, or a flatter
+        plan was taken, see :meth:`_flatten`)."""
         self.grew = False
         if not self.calibrated:
             return self._calibrate(deadline)
@@ -477,6 +510,17 @@ class _Search:
         if not full and self.bandable and self.rng.random() < BAND_SHARE:
             self.rounds += 1
             return self._band(deadline)
+        if not full and self.rng.random() < FLAT_SHARE:
+            self.rounds += 1
+            # (a re-pack takes a plan far less often than a band does: a round is many of them)
+            end = min(deadline, time.perf_counter() + FLAT_ROUND_S)
+            grew = False
+            while not self._flatten(end):
+                grew = grew or self.grew
+                if time.perf_counter() >= end:
+                    self.grew = grew
+                    return False
+            return True
         mirror = False
         cap = peak - 1
         if full:
@@ -610,6 +654,82 @@ class _Search:
                 return True
         return False
 
+    def _hot(self, offsets):
+        """The skyline of the plan ``offsets`` (the highest top over each column) and its bytes x time
+        above one quantum under the incumbent's peak."""
+        sky = self.sky
+        sky_top = np.zeros(sky.T, dtype=np.int64)
+        sky.K.cover_max(sky.cs, sky.ce, np.asarray(offsets, dtype=np.int64)[sky.rows] + sky.sz, sky_top)
+        return sky_top, int((np.maximum(0, sky_top - (self.peak - self.quantum)) * sky.widths).sum())
+
+    def _flatten(self, deadline) -> bool:
+        """Re-pack part of the incumbent at its own peak so that fewer columns reach it; returns
+        whether the peak fell.
+
+        The columns whose skyline lies in the top quantum (above the peak less the sizes' greatest
+        common divisor) are the incumbent's hot ones. A window is drawn inside a run of them (a random
+        part of the run around a random hot column); the buffers above a random level
+        (``FLAT_LO``-``FLAT_HI`` of the peak) over the window and a random margin of up to
+        ``FLAT_MARGIN`` of the columns on either side go, with every buffer that lies over one of them
+        (so that nothing kept is above what goes), and the dives re-pack them at the peak under a
+        ceiling one quantum lower over the window and over every column that is not hot. A plan
+        they find lowers the peak, or keeps it with fewer hot columns: it replaces the incumbent
+        either way (the same peak, flatter: ``self.flat`` counts those, and ``self.grew`` says so to
+        the stall rule). Where the other re-packs must clear every hot column at once, this clears
+        them a window at a time, and the peak falls when the last one goes.
+
+        This is a large-neighbourhood search (Shaw, CP 1998) on a lexicographic objective: the peak,
+        then the bytes x time in its top quantum (:meth:`_hot`)."""
+        sky, peak, g, rng = self.sky, self.peak, self.quantum, self.rng
+        if g >= peak:
+            return False
+        sky_top, hot = self._hot(self.best)
+        hot_cols = sky_top > peak - g
+        cols = np.flatnonzero(hot_cols)
+        # the run of hot columns around a random one, and a random window inside it
+        c = int(cols[rng.integers(len(cols))])
+        cold = np.flatnonzero(~hot_cols)
+        lo = int(cold[cold < c].max()) + 1 if np.any(cold < c) else 0
+        hi = int(cold[cold > c].min()) if np.any(cold > c) else sky.T
+        w = max(1, int((hi - lo) * rng.uniform(FLAT_MIN, 1.0)))
+        a = int(rng.integers(lo, hi - w + 1))
+        level = int(peak * rng.uniform(FLAT_LO, FLAT_HI))
+        margin = int(sky.T * rng.uniform(0.0, FLAT_MARGIN))
+        off = self.best[sky.rows]
+        go = (sky.ce > a - margin) & (sky.cs < a + w + margin) & (off + sky.sz > level)
+        go = self._with_rows_above(off, go, np.ones(len(go), dtype=np.bool_))
+        sky.set_keep(self.best, ~go)
+        hot_cols[a:a + w] = False  # (the columns that may still reach the peak)
+        sky.lower_ceiling(0, sky.T, np.where(hot_cols, _NO_CEILING, peak - g))
+        out = sky.probe(peak, min(deadline, time.perf_counter() + FLOOR_SLICE_S), self.unit, NOISE)
+        if not isinstance(out, np.ndarray):
+            return False
+        new = plan_peak(self.problem, out)
+        if new < peak:
+            self.best, self.peak = out, new
+            return True
+        if self._hot(out)[1] < hot:  # (always, as the ceiling stands; checked all the same)
+            self.best = out
+            self.flat += 1
+            self.grew = True
+        return False
+
+    def _with_rows_above(self, off, out, among):
+        """``out`` (a mask of ``sky.rows``, the buffers to re-pack) with every buffer of ``among`` that
+        lies over one of them (at ``off``), repeatedly: what stays then has nothing above what goes.
+        O(rows + T) per pass."""
+        sky = self.sky
+        pairs = np.ravel(np.column_stack([sky.cs, sky.ce]))
+        while True:
+            r = np.flatnonzero(out)
+            bottoms = np.full(sky.T, -_NO_CEILING, dtype=np.int64)  # (minus the lowest bottom gone)
+            sky.K.cover_max(sky.cs[r], sky.ce[r], -off[r], bottoms)
+            lowest = np.minimum.reduceat(np.r_[-bottoms, _NO_CEILING], pairs)[::2]
+            over = among & ~out & (off >= lowest)
+            if not over.any():
+                return out
+            out = out | over
+
     def _solid_level(self, offsets) -> int:
         """The highest level below which the plan ``offsets`` wastes nothing: the buffers whose tops
         are at most it fill every column up to their skyline (bisection: the waste under the
@@ -722,16 +842,7 @@ class _Search:
         half = max(1, int(sky.T * self.rng.uniform(0.0, CLIMB_WINDOW)))
         level = int(sky_top[low] * self.rng.random())
         out = kept & (sky.ce > low - half) & (sky.cs < low + half) & (tops > level)
-        pairs = np.ravel(np.column_stack([sky.cs, sky.ce]))
-        while True:
-            r = np.flatnonzero(out)
-            bottoms = np.full(sky.T, -_NO_CEILING, dtype=np.int64)  # (minus the lowest bottom gone)
-            sky.K.cover_max(sky.cs[r], sky.ce[r], -off[r], bottoms)
-            lowest = np.minimum.reduceat(np.r_[-bottoms, _NO_CEILING], pairs)[::2]
-            over = kept & ~out & (off >= lowest)
-            if not over.any():
-                break
-            out |= over
+        out = self._with_rows_above(off, out, kept)
         sky.set_keep(bottom, kept & ~out)
 
     def _climb_step(self, area):
@@ -893,10 +1004,12 @@ def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=N
     deterministic dive that sets the node limits of the others (see ``_Search._calibrate``); then rounds
     alternate between probes of the whole period (below the incumbent's peak, and now and then at the
     lower bound itself) and re-packs of part of the incumbent below its peak (what lies above a level,
-    or below it, or in a band between two levels); a plan lowers the incumbent. The search stops early
+    or below it, or in a band between two levels, or around a window of the columns at the peak with
+    a lower ceiling there); a plan lowers the incumbent (or, from the last kind, flattens it: the same
+    peak over fewer columns). The search stops early
     when it has found no lower plan for ``STALL_SHARE`` of ``time_limit`` (at least ``STALL_MIN_S``
-    seconds; a larger bottom with no waste from the climb of :meth:`_Search._perfect_bottom` counts as
-    progress, see ``CLIMB_STALL``), so that the caller's other searches get the rest. A capacity whose
+    seconds; a larger bottom with no waste from the climb of :meth:`_Search._perfect_bottom`, or a
+    flatter plan, counts as progress, see ``CLIMB_STALL``), so that the caller's other searches get the rest. A capacity whose
     deterministic dive ends without a plan is proven infeasible for plans of this canonical form only,
     so it is not reported as a bound.
 
@@ -925,7 +1038,9 @@ def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=N
         ``stats``: ``skyline_nodes``, ``skyline_probes``, ``skyline_periods`` (busy periods searched
         apart), ``improvements`` (``(seconds, peak)``), ``skyline_stalled`` (True when it stopped
         early for want of progress), ``skyline_bottom_share`` (the largest share of a period's bytes x
-        time that a bottom with no waste of the climb covered; 0 if none ran).
+        time that a bottom with no waste of the climb covered; 0 if none ran), ``skyline_flat``
+        (plans taken at the same peak with less in its top quantum, see ``_Search._flatten``; the
+        plan returned is the last of those where the peak did not fall).
     """
     warm()  # (not taken from the time limit)
     t0 = time.perf_counter()
@@ -983,9 +1098,13 @@ def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=N
                 stats["improvements"].append((time.perf_counter() - t0, peak))
                 if progress is not None:
                     progress(time.perf_counter() - t0, peak)
-        elif CLIMB_STALL and searches[j].grew:
-            last = time.perf_counter()
+        else:
+            if searches[j].flat:  # (the same peak, flatter: go on from it)
+                best[periods[j]] = searches[j].best
+            if CLIMB_STALL and searches[j].grew:
+                last = time.perf_counter()
     stats["skyline_nodes"] = sum(x.sky.nodes for x in searches if x is not None)
+    stats["skyline_flat"] = sum(x.flat for x in searches if x is not None)
     stats["skyline_bottom_share"] = max([max(0.0, x.largest) / x.area_total for x in searches
                                          if x is not None and x.area_total > 0] + [0.0])
     return best, stats

@@ -756,9 +756,10 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
         its turns), ``skyline_idle_s`` (seconds its threads waited, summed over threads: each search
         stops at its own stall, and where neither random dives nor a new search take its thread,
         it then waits for the slowest of its turn; ``skyline_nodes`` and ``skyline_probes`` count
-        those new searches too) and ``skyline_bottom_share`` (the largest share of a busy period's
+        those new searches too), ``skyline_bottom_share`` (the largest share of a busy period's
         bytes x time that a climb covered with no waste, see
-        :func:`dsa.strategies._skyline.skyline_search`); where random dives ran (on small
+        :func:`dsa.strategies._skyline.skyline_search`) and ``skyline_flat`` (plans its flattening
+        re-packs took at the same peak); where random dives ran (on small
         problems too, in the turns), ``dives``, ``dives_planned`` (random dives run, and those that
         lowered a busy period, the skyline turns' included), ``dives_s`` (seconds of their own
         runs), ``dives_short`` (True once a turn of theirs could not hold a dive and they were left
@@ -902,6 +903,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
                 stats["skyline_nodes"] += info["skyline_nodes"]
                 stats["skyline_probes"] += info["skyline_probes"]
                 stats["skyline_bottom_share"] = max(stats["skyline_bottom_share"], info["skyline_bottom_share"])
+                stats["skyline_flat"] += info.get("skyline_flat", 0)
             # (each search stops at its own stall; its thread then waits for the slowest)
             stats["skyline_idle_s"] += max(0.0, wall - took)
         return min((new for new, _, _ in runs), key=lambda new: plan_peak(problem, new))
@@ -909,7 +911,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
     if skyline:
         # restarted skyline dives below the incumbent (dsa.strategies._skyline) come first
         stats.update(skyline_nodes=0, skyline_probes=0, skyline_restarts=0, skyline_s=0.0, skyline_idle_s=0.0,
-                     skyline_bottom_share=0.0)
+                     skyline_bottom_share=0.0, skyline_flat=0)
         began = time.perf_counter()
         # (on small problems a shorter first turn, so that the dives' turns come sooner)
         new = skyline_run(0, share=SKYLINE_SHARE if big or not dives["on"] else SMALL_SKYLINE_SHARE)
