@@ -365,8 +365,9 @@ class Skyline:
         return int(np.count_nonzero(self.keep))
 
     def lower_ceiling(self, lo, hi, level):
-        """Lower the ceiling over columns ``[lo, hi)`` to ``level`` (where it is higher), after
-        :meth:`set_keep`: a setting of its own for the table of dead states."""
+        """Lower the ceiling over columns ``[lo, hi)`` to ``level`` (an int, or an array of one per
+        column there; where it is higher), after :meth:`set_keep`: a setting of its own for the
+        table of dead states."""
         self._salts += 1
         self.salt = self._salts
         self.ceil[lo:hi] = np.minimum(self.ceil[lo:hi], level)
