@@ -104,14 +104,17 @@ BAND_SHARE = 0.5    # share of the re-packs that keep its top and its bottom and
 # plan that clears the window: the peak falls once the last such column is cleared. The floors above
 # must clear every column at once, one byte below the peak, and on coarse cuts almost never do.
 # Flattening alone from a skyline plan of 5 s: guillotine-3000-s0's top quantum went from 6,080 to
-# 256 bytes x time steps in 30 s (11 plans taken of 1,243 re-packs), and with levels of 0.2-0.9 of
-# the peak (kept) it lowered the peak in 20 s, 1.0909 -> 1.0773 x LOAD, as on pinwheel-350-s0, 1.0667
-# -> 1.0533. best at 20 s on the main set's 9 coarse cuts (250-5,000 buffers, 16 cells per buffer),
-# seeds 0-3, against FLAT_SHARE = 0 in the same session: mean 1.0593 -> 1.0560 (per seed -0.0075,
-# -0.0048, -0.0024, +0.0014), 15 of 36 runs lower, 7 higher; pinwheel-350-s0 1.0667 -> 1.0467 on
-# average (1.0400 on 2 seeds, which no run before had reached), guillotine-700-s0 1.0660 -> 1.0566 on
-# all 4, long-tall-250-s2 lost LOAD on one (1.0080), guillotine-3000-s0 level (1.0761). best at its
-# default 1 s on 40 draws of 100-400 buffers: level (35 at LOAD both ways, mean 1.0064 -> 1.0066).
+# 256 bytes x time steps in 30 s (11 plans taken of 1,243 re-packs, levels of 0.5-0.95 of the peak),
+# and with levels of 0.2-0.9 of the peak (kept) it lowered the peak in 20 s, 1.0909 -> 1.0773 x
+# LOAD, as on pinwheel-350-s0, 1.0667 -> 1.0533. best at 20 s on the main set's 9 coarse cuts
+# (250-5,000 buffers, 16 cells per buffer), seeds 0-3, against FLAT_SHARE = 0 in the same session:
+# mean 1.0593 -> 1.0560 (per seed -0.0075, -0.0048, -0.0024, +0.0014), 15 of 36 runs lower, 7
+# higher; pinwheel-350-s0 1.0667 -> 1.0467 on average (1.0400 on 2 seeds, the results pages' runs
+# 1.0533 at best), guillotine-700-s0 1.0660 -> 1.0566 on all 4, long-tall-250-s2 lost LOAD on one (1.0080),
+# guillotine-3000-s0 level (1.0761). best at its default 1 s on 40 draws of 100-400 buffers: level
+# (35 at LOAD both ways, mean 1.0064 -> 1.0066). Levels no higher than the highest hole's bottom in
+# each of the window's columns (where their waste lies), seeds 0-1: 1.0549 and 1.0564 against 1.0536
+# and 1.0548; not taken.
 FLAT_SHARE = 0.5   # share of the re-packs other than bands that flatten the incumbent's top (_flatten) ...
 FLAT_ROUND_S = 0.5  # ... each round of them re-packing for up to this long, until the peak falls
 FLAT_MIN = 0.0      # the window is a share of its run of hot columns drawn from [FLAT_MIN, 1]
