@@ -517,12 +517,10 @@ class _Search:
         if not full and self.rng.random() < FLAT_SHARE:
             self.rounds += 1
             # (a re-pack takes a plan far less often than a band does: a round is many of them)
+            # (a flatter plan sets self.grew, and nothing in the round clears it)
             end = min(deadline, time.perf_counter() + FLAT_ROUND_S)
-            grew = False
             while not self._flatten(end):
-                grew = grew or self.grew
                 if time.perf_counter() >= end:
-                    self.grew = grew
                     return False
             return True
         mirror = False
@@ -1013,9 +1011,9 @@ def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=N
     peak over fewer columns). The search stops early
     when it has found no lower plan for ``STALL_SHARE`` of ``time_limit`` (at least ``STALL_MIN_S``
     seconds; a larger bottom with no waste from the climb of :meth:`_Search._perfect_bottom`, or a
-    flatter plan, counts as progress, see ``CLIMB_STALL``), so that the caller's other searches get the rest. A capacity whose
-    deterministic dive ends without a plan is proven infeasible for plans of this canonical form only,
-    so it is not reported as a bound.
+    flatter plan, counts as progress, see ``CLIMB_STALL``), so that the caller's other searches get
+    the rest. A capacity whose deterministic dive ends without a plan is proven infeasible for plans
+    of this canonical form only, so it is not reported as a bound.
 
     Parameters
     ----------
@@ -1093,6 +1091,7 @@ def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=N
             break
         j = int(rng.choice(top))
         stats["skyline_probes"] += 1
+        flat = searches[j].flat
         if searches[j].round(deadline):
             best[periods[j]] = searches[j].best
             highest[j] = searches[j].peak
@@ -1103,7 +1102,7 @@ def skyline_search(problem, offsets, *, time_limit: float, seed=None, progress=N
                 if progress is not None:
                     progress(time.perf_counter() - t0, peak)
         else:
-            if searches[j].flat:  # (the same peak, flatter: go on from it)
+            if searches[j].flat > flat:  # (the same peak, flatter: go on from it)
                 best[periods[j]] = searches[j].best
             if CLIMB_STALL and searches[j].grew:
                 last = time.perf_counter()
