@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-generalise bench-time-limits bench-pools bench-mip bench-peers bench-peers-other bench-peers-omnimalloc bench-peers-random bench-peers-large bench-peers-tall bench-peers-random-large bench-peers-huge bench-cpsat bench-memory bench-profile bench-latency docs docs-figures docs-tables clean
+.PHONY: demo test bench bench-batch bench-executorch bench-cold-start bench-exact bench-generalise bench-time-limits bench-pools bench-mip bench-peers bench-peers-other bench-peers-omnimalloc bench-peers-random bench-peers-large bench-peers-tall bench-peers-balanced bench-peers-random-large bench-peers-huge bench-cpsat bench-memory bench-profile bench-latency docs docs-figures docs-tables clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -95,7 +95,7 @@ bench-peers: $(PY)
 	$(PY) benchmarks/peers_generated.py --peer-python $(PEERS_VENV)/bin/python --time-limit 20 --threads 2 \
 		--out docs/results/peers_generated --summary out/peers_generated.json
 
-# opt-in: the same on five other sets (benchmarks/peers_generated.py --set SET), against supermalloc
+# opt-in: the same on six other sets (benchmarks/peers_generated.py --set SET), against supermalloc
 # and tabu search only, 20 s each; each writes docs/results/peers_SET.{json,md,png} and
 # out/peers_SET.json:
 # - bench-peers-other: 14 instances of thirteen other generator settings (about 15 minutes);
@@ -107,8 +107,10 @@ bench-peers: $(PY)
 # - bench-peers-large: 7 rectangle cuts of 10,000-20,000 buffers of the main set's families (about
 #   10 minutes);
 # - bench-peers-tall: 6 tall rectangle cuts (aspect 0.06-0.1) of 64-256 cells per buffer, 400-2,500
-#   buffers, where the mean target is furthest (about 8 minutes).
-bench-peers-other bench-peers-omnimalloc bench-peers-random bench-peers-large bench-peers-tall: bench-peers-%: $(PY)
+#   buffers, where the mean target is furthest (about 8 minutes);
+# - bench-peers-balanced: 5 rectangle cuts with balanced lifetimes (pieces of similar shape) of 64-1,024
+#   cells per buffer, 1,200-4,000 buffers, where dsa was found nearest to supermalloc (about 7 minutes).
+bench-peers-other bench-peers-omnimalloc bench-peers-random bench-peers-large bench-peers-tall bench-peers-balanced: bench-peers-%: $(PY)
 	$(peers-env)
 	$(PY) benchmarks/peers_generated.py --set $* --peer-python $(PEERS_VENV)/bin/python \
 		--time-limit 20 --threads 2 --peers supermalloc tabu_search --peer-budgets \

@@ -30,7 +30,9 @@ random`` a fourth: twelve instances whose generator settings are drawn at random
 ``--set large`` a fifth: the main set's families at 10,000 and 20,000 buffers (``LARGE_INSTANCES``);
 ``--set huge`` a sixth: the same families at 50,000 and 100,000 buffers (``HUGE_INSTANCES``);
 ``--set tall`` a seventh: tall cuts (aspect 0.06-0.1) of 64-256 cells per buffer (``TALL_FAMILIES``),
-where the mean target is furthest.
+where the mean target is furthest; ``--set balanced`` an eighth: cuts with balanced lifetimes (pieces of
+similar shape) on grids of 64-1,024 cells per buffer (``BALANCED_FAMILIES``), where dsa was found nearest
+to supermalloc.
 """
 from __future__ import annotations
 
@@ -174,26 +176,45 @@ TALL_INSTANCES = [
     ("tall-64", 400, 51), ("tall-64", 1500, 52), ("tall-256", 700, 53), ("tall-256", 2500, 54),
     ("tall-long-256", 800, 55), ("tall-mixed-128", 1200, 56),
 ]
+# an eighth (``--set balanced``): square-ish rectangles cut with balanced lifetimes (each guillotine
+# split along the longer side, so pieces have similar shapes) on grids of 64-1,024 cells per buffer,
+# where a check off the other sets found dsa far from LOAD and nearest to supermalloc: a draw of the
+# random set with these lifetimes (random605: 1.1719 against supermalloc's 1.1918) and siblings of
+# 2,000-4,000 buffers at 1.18 x LOAD at 20 s, where the same settings with mixed lifetimes are planned
+# at LOAD in 3 s. Their top split is a layer of about half the height, which the layers' search and
+# program neither find nor rule out in time; at 1,200 buffers the layers plan them at the bound
+BALANCED_FAMILIES = {name: {**_DEFAULTS, **params} for name, params in {
+    "balanced-64": {"cells_per_buffer": 64, "lifetimes": "balanced", "pinwheel": 0.2},
+    "balanced-256": {"cells_per_buffer": 256, "lifetimes": "balanced", "pinwheel": 0.2},
+    # (random605's settings but its size and seed)
+    "balanced-1024-a8": {"aspect": 0.343, "cells_per_buffer": 1024, "lifetimes": "balanced", "pinwheel": 0.033,
+                         "alignment": 8},
+}.items()}
+BALANCED_INSTANCES = [
+    ("balanced-64", 2500, 61), ("balanced-256", 1200, 62), ("balanced-256", 2500, 63),
+    ("balanced-256", 4000, 64), ("balanced-1024-a8", 3000, 65),
+]
 SETS = {"main": (FAMILIES, INSTANCES), "other": (OTHER_FAMILIES, OTHER_INSTANCES),
         "omnimalloc": (OMNI_FAMILIES, OMNI_INSTANCES), "random": (RANDOM_FAMILIES, RANDOM_INSTANCES),
         "large": (FAMILIES, LARGE_INSTANCES), "huge": (FAMILIES, HUGE_INSTANCES),
-        "tall": (TALL_FAMILIES, TALL_INSTANCES)}
+        "tall": (TALL_FAMILIES, TALL_INSTANCES), "balanced": (BALANCED_FAMILIES, BALANCED_INSTANCES)}
 # each set's generator, as the report and the digest name it, and the report's words for its instances
 # and where they come from
 GENERATORS = {"main": "dsa.generate.rectangle_cut", "other": "dsa.generate.rectangle_cut",
               "omnimalloc": "omnimalloc.benchmark.sources", "random": "dsa.generate.rectangle_cut",
               "large": "dsa.generate.rectangle_cut", "huge": "dsa.generate.rectangle_cut",
-              "tall": "dsa.generate.rectangle_cut"}
+              "tall": "dsa.generate.rectangle_cut", "balanced": "dsa.generate.rectangle_cut"}
 TITLES = {"main": "rectangle-cut instances", "other": "rectangle-cut instances of other generator settings",
           "omnimalloc": "instances of omnimalloc's own generators",
           "random": "rectangle-cut instances of generator settings drawn at random",
           "large": "rectangle-cut instances of 10,000-20,000 buffers",
           "huge": "rectangle-cut instances of 50,000-100,000 buffers",
-          "tall": "tall rectangle-cut instances of 64-256 cells per buffer"}
+          "tall": "tall rectangle-cut instances of 64-256 cells per buffer",
+          "balanced": "rectangle-cut instances with balanced lifetimes"}
 _RECTANGLE_CUT = ("`dsa.generate.rectangle_cut` (families and generator arguments in the JSON beside this "
                   "file), ")
 ORIGINS = {"main": _RECTANGLE_CUT, "other": _RECTANGLE_CUT, "random": _RECTANGLE_CUT, "large": _RECTANGLE_CUT,
-           "huge": _RECTANGLE_CUT, "tall": _RECTANGLE_CUT,
+           "huge": _RECTANGLE_CUT, "tall": _RECTANGLE_CUT, "balanced": _RECTANGLE_CUT,
            "omnimalloc": "omnimalloc's own generators of known optimum, `omnimalloc.benchmark.sources` "
                          "(TilingSource, PinwheelSource; run in the peers' environment, each instance's optimum "
                          "checked equal to LOAD; sources and their arguments in the JSON beside this file): "
@@ -247,7 +268,7 @@ def generator_args(family: str, n: int, seed: int) -> dict:
     the omnimalloc set the source's class (``source``) and its constructor's arguments."""
     if family in OMNI_FAMILIES:
         return {**OMNI_FAMILIES[family], "num_allocations": n, "seed": seed}
-    for families in (FAMILIES, OTHER_FAMILIES, RANDOM_FAMILIES, TALL_FAMILIES):
+    for families in (FAMILIES, OTHER_FAMILIES, RANDOM_FAMILIES, TALL_FAMILIES, BALANCED_FAMILIES):
         if family in families:
             return {"n": n, "seed": seed, **families[family]}
     drawn = re.fullmatch(r"random(\d+)", family)  # (a random set of other seeds: --random-seeds)

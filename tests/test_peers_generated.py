@@ -78,14 +78,14 @@ def test_report_and_digest(pg):
     assert digest[0]["generator_args"] == {"n": 300, "seed": 0}
 
 
-@pytest.mark.parametrize("name", ["main", "other", "random", "large", "huge", "tall"])
+@pytest.mark.parametrize("name", ["main", "other", "random", "large", "huge", "tall", "balanced"])
 def test_every_instance_of_each_set_is_generated_as_named(pg, name):
     # the sets' families do not share names (an instance's name says which generator arguments
     # made it), and each instance's arguments make a problem of its size whose optimum is LOAD
     from dsa.generate import rectangle_cut
 
     names = [set(pg.FAMILIES), set(pg.OTHER_FAMILIES), set(pg.OMNI_FAMILIES), set(pg.RANDOM_FAMILIES),
-             set(pg.TALL_FAMILIES)]
+             set(pg.TALL_FAMILIES), set(pg.BALANCED_FAMILIES)]
     assert sum(map(len, names)) == len(set().union(*names))
     families, specs = pg.SETS[name]
     assert len({pg.instance_name(*s) for s in specs}) == len(specs)
