@@ -109,7 +109,7 @@ bench-peers: $(PY)
 # - bench-peers-tall: 6 tall rectangle cuts (aspect 0.06-0.1) of 64-256 cells per buffer, 400-2,500
 #   buffers, where the mean target is furthest (about 8 minutes);
 # - bench-peers-balanced: 5 rectangle cuts with balanced lifetimes (pieces of similar shape) of 64-1,024
-#   cells per buffer, 1,200-4,000 buffers, where dsa was found nearest to supermalloc (about 7 minutes).
+#   cells per buffer, 1,200-4,000 buffers, where dsa is furthest from LOAD (about 7 minutes).
 bench-peers-other bench-peers-omnimalloc bench-peers-random bench-peers-large bench-peers-tall bench-peers-balanced: bench-peers-%: $(PY)
 	$(peers-env)
 	$(PY) benchmarks/peers_generated.py --set $* --peer-python $(PEERS_VENV)/bin/python \

@@ -31,8 +31,8 @@ random`` a fourth: twelve instances whose generator settings are drawn at random
 ``--set huge`` a sixth: the same families at 50,000 and 100,000 buffers (``HUGE_INSTANCES``);
 ``--set tall`` a seventh: tall cuts (aspect 0.06-0.1) of 64-256 cells per buffer (``TALL_FAMILIES``),
 where the mean target is furthest; ``--set balanced`` an eighth: cuts with balanced lifetimes (pieces of
-similar shape) on grids of 64-1,024 cells per buffer (``BALANCED_FAMILIES``), where dsa was found nearest
-to supermalloc.
+similar shape) on grids of 64-1,024 cells per buffer (``BALANCED_FAMILIES``), where dsa is furthest from
+LOAD.
 """
 from __future__ import annotations
 
@@ -178,15 +178,15 @@ TALL_INSTANCES = [
 ]
 # an eighth (``--set balanced``): square-ish rectangles cut with balanced lifetimes (each guillotine
 # split along the longer side, so pieces have similar shapes) on grids of 64-1,024 cells per buffer,
-# where a check off the other sets found dsa far from LOAD and nearest to supermalloc: a draw of the
-# random set with these lifetimes (random605: 1.1719 against supermalloc's 1.1918) and siblings of
-# 2,000-4,000 buffers at 1.18 x LOAD at 20 s, where the same settings with mixed lifetimes are planned
-# at LOAD in 3 s. Their top split is a layer of about half the height, which the layers' search and
-# program neither find nor rule out in time; at 1,200 buffers the layers plan them at the bound
+# where a check off the other sets found dsa far from LOAD, with thin leads over supermalloc: a draw of
+# the random set with these lifetimes (random605: 1.1719 against supermalloc's 1.1918) and siblings of
+# 2,000-4,000 buffers at 1.18 x LOAD at 20 s, where a sibling of 3,000 with mixed lifetimes instead is
+# planned at LOAD in 3 s. Their top split is a layer of about half the height, which the layers' search
+# and program neither find nor rule out in time; at 1,000-1,200 buffers the layers plan them at the bound
 BALANCED_FAMILIES = {name: {**_DEFAULTS, **params} for name, params in {
     "balanced-64": {"cells_per_buffer": 64, "lifetimes": "balanced", "pinwheel": 0.2},
     "balanced-256": {"cells_per_buffer": 256, "lifetimes": "balanced", "pinwheel": 0.2},
-    # (random605's settings but its size and seed)
+    # (random605's settings, at another size and seed)
     "balanced-1024-a8": {"aspect": 0.343, "cells_per_buffer": 1024, "lifetimes": "balanced", "pinwheel": 0.033,
                          "alignment": 8},
 }.items()}
