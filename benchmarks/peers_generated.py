@@ -268,7 +268,7 @@ def generator_args(family: str, n: int, seed: int) -> dict:
     the omnimalloc set the source's class (``source``) and its constructor's arguments."""
     if family in OMNI_FAMILIES:
         return {**OMNI_FAMILIES[family], "num_allocations": n, "seed": seed}
-    for families in (FAMILIES, OTHER_FAMILIES, RANDOM_FAMILIES, TALL_FAMILIES, BALANCED_FAMILIES):
+    for families, _ in SETS.values():  # (every set's families: a new set needs no entry here)
         if family in families:
             return {"n": n, "seed": seed, **families[family]}
     drawn = re.fullmatch(r"random(\d+)", family)  # (a random set of other seeds: --random-seeds)
