@@ -1,7 +1,8 @@
 """Shared fixtures and hypothesis strategies for the dsa tests.
 
 Hypothesis profiles: ``ci`` (default; no deadline, 100 examples) and ``dev`` (20 examples). Pick one
-with ``HYPOTHESIS_PROFILE=dev``.
+with ``HYPOTHESIS_PROFILE=dev``. Every kernel is compiled once, before the first test
+(``compiled_kernels``).
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
@@ -24,6 +26,19 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 ALIGNMENTS = (1, 2, 4, 8)
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compiled_kernels():
+    """Compile (or load from numba's cache) every kernel once, before the first test.
+
+    Many tests give a search a deadline and check what it found by then; a kernel's first compile
+    inside that deadline (13 s for the skyline's kernels on this machine class, more on a loaded one)
+    would make them measure the compiler. Cold, this takes about 40 s, which the suite would spend
+    compiling anyway; warm, about 3 s. Tests of the cold path run in processes of their own.
+    """
+    from dsa.warmup import warmup
+    warmup()
 
 
 def load_benchmark(name: str):
