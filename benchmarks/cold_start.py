@@ -73,7 +73,8 @@ def measure(src: Path, limit: float, warm: bool = True) -> dict:
             return {"src": str(src), "time_limit": limit, "cold": cold,
                     "cold_jit_s": sum(r["jit_s"] for r in cold),
                     "cold_wall_s": sum(r["wall_s"] for r in cold)}
-        if (src / "dsa" / "warmup.py").exists():
+        # (dsa/precompile.py, dsa/warmup.py before it was renamed: a tree with either has the command)
+        if any((src / "dsa" / name).exists() for name in ("precompile.py", "warmup.py")):
             proc = _run(src, warm_cache, ["-m", "dsa", "warmup"])
             if proc.returncode != 0:
                 raise RuntimeError(f"dsa warmup failed in {src}: {proc.stderr[-2000:]}")

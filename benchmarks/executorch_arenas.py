@@ -263,7 +263,7 @@ def main(argv=None) -> int:
 
     import executorch  # noqa: F401
 
-    from dsa.warmup import warmup
+    from dsa.precompile import warmup
 
     warmup()  # numba's cache: planning times without compile time
     models = built_in_models()

@@ -37,7 +37,7 @@ _EXPORTS = {
     "read": "dsa.io",
     "available_strategies": "dsa.strategies",
     "compact": "dsa.compaction",
-    "warmup": "dsa.warmup",
+    "warmup": "dsa.precompile",
 }
 
 # submodules reachable as attributes (dsa.data, dsa.plot, ...) without an explicit import

@@ -462,7 +462,7 @@ def _cmd_strategies(args) -> int:
 
 
 def _cmd_warmup(args) -> int:
-    from dsa.warmup import warmup
+    from dsa.precompile import warmup
 
     info = warmup(verbose=args.verbose)
     where = info["cache_dir"] or "beside the installed package (or the user cache directory)"

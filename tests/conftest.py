@@ -37,7 +37,7 @@ def compiled_kernels():
     would make them measure the compiler. Cold, this takes about 40 s, which the suite would spend
     compiling anyway; warm, about 3 s. Tests of the cold path run in processes of their own.
     """
-    from dsa.warmup import warmup
+    from dsa.precompile import warmup
     warmup()
 
 

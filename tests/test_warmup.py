@@ -46,6 +46,24 @@ def test_warmup_name_does_not_import_numba():
     assert proc.returncode == 0, proc.stderr
 
 
+def test_importing_the_module_does_not_shadow_the_function():
+    # (it lived in dsa/warmup.py: importing that module bound it as dsa.warmup, and dsa.warmup() then
+    # raised "'module' object is not callable")
+    code = ("import dsa; from dsa.precompile import warmup; import dsa.precompile; "
+            "assert dsa.warmup is warmup, dsa.warmup")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_no_public_function_of_dsa_shares_its_name_with_a_submodule():
+    import importlib.util
+
+    import dsa
+
+    clash = [name for name in dsa.__all__ if name != "__version__" and importlib.util.find_spec(f"dsa.{name}")]
+    assert clash == []
+
+
 def test_warmup_help_and_bad_option():
     from dsa.cli import main
 
