@@ -56,9 +56,10 @@ def test_tiny_instances_are_solved_to_proven_optimality(problem):
 def test_threads_do_not_change_the_portfolio(problem, restarts):
     from dsa.strategies import best
 
-    serial = dsa.solve(problem, "best", restarts=restarts, seed=2, improve=False)
+    # (no time limit: under a limit, a loaded machine can hold a member back in one run and not the other)
+    serial = dsa.solve(problem, "best", restarts=restarts, seed=2, improve=False, time_limit=None)
     with mock.patch.object(best, "PARALLEL_MIN_N", 0), mock.patch.object(best, "MAX_THREADS", 3):
-        threaded = dsa.solve(problem, "best", restarts=restarts, seed=2, improve=False)
+        threaded = dsa.solve(problem, "best", restarts=restarts, seed=2, improve=False, time_limit=None)
     assert np.array_equal(serial.offsets, threaded.offsets)
     assert serial.stats["peaks"] == threaded.stats["peaks"]
 
@@ -155,8 +156,8 @@ def test_stops_early_at_the_lower_bound():
 
 def test_restarts_are_seeded():
     p = dsa.data.load("A.1048576")  # greedy never reaches LOAD here, so the random members run
-    a = dsa.solve(p, "best", restarts=3, seed=7, improve=False)
-    b = dsa.solve(p, "best", restarts=3, seed=7, improve=False)
+    a = dsa.solve(p, "best", restarts=3, seed=7, improve=False, time_limit=None)   # (all members run)
+    b = dsa.solve(p, "best", restarts=3, seed=7, improve=False, time_limit=None)
     assert np.array_equal(a.offsets, b.offsets)
     assert len(a.stats["peaks"]) == len(MEMBERS) + len(STRATEGY_MEMBERS) + 3
 
@@ -347,7 +348,7 @@ def test_a_strategy_member_is_skipped_when_its_greedy_waves_do_not_fit(monkeypat
 def test_plain_calls_repeat():
     """No seed means seed 0: the randomised members (buchsbaum) do not make best vary between calls."""
     p = dsa.data.load("D.1048576").replace(capacity=None)
-    a, b = (dsa.solve(p, "best", improve=False) for _ in range(2))
+    a, b = (dsa.solve(p, "best", improve=False, time_limit=None) for _ in range(2))   # (all members run)
     assert np.array_equal(a.offsets, b.offsets) and a.stats["peaks"] == b.stats["peaks"]
 
 
