@@ -1,0 +1,145 @@
+"""How the layers' cut of a rectangle cut compares with the cut that the generator made.
+
+A diagnosis for issue 24, not a measurement of speed. ``dsa.strategies._layers.plan`` cuts a tiling
+into layers (sets of buffers whose bytes alive are the same at every instant) and plans the leaves
+apart; where it finds a set that keeps a constant load by coincidence rather than a layer of the
+generator's cut, a leaf can have no plan within its band, and on coarse cuts the attempt then ends
+with no plan. :func:`dsa.generate.rectangle_cut` returns its own plan at LOAD, so each leaf can be
+checked against it:
+
+- *band*: the leaf's buffers fill a band of the leaf's height in the generator's plan (then the leaf
+  surely has a plan within its band; a leaf that is not a band may still have one);
+- *merged bands*: of the leaf's merged buffers (``dsa.strategies._contract``), how many fill a band
+  of their size there (forced merges of the whole period always do; merges made inside a block cut
+  by a coincidence need not);
+- per busy period, the generator's *full lines*: the levels that no buffer of the period straddles
+  in its plan (the layers that a guillotine cut put at the top of the period's tree).
+
+Usage (instance names as in ``peers_generated.py``: FAMILY-N-sSEED of any of its sets)::
+
+    .venv/bin/python benchmarks/layer_truth.py guillotine-700-s0 pinwheel-350-s0 --seconds 10
+
+prints one Markdown table per instance: whether the layers planned it at LOAD, their statistics, the
+periods' full lines, and every leaf of more than one buffer, the largest first.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+
+import numpy as np
+
+
+def parse(name: str) -> tuple:
+    """``(family, n, seed)`` of an instance name ``FAMILY-N-sSEED``; a ``ValueError`` otherwise."""
+    match = re.fullmatch(r"(.+)-(\d+)-s(\d+)", name)
+    if match is None:
+        raise ValueError(f"instance name {name!r} is not FAMILY-N-sSEED")
+    return match.group(1), int(match.group(2)), int(match.group(3))
+
+
+def full_lines(problem, offsets, rows) -> list:
+    """The levels (multiples of the sizes' greatest common divisor, strictly between 0 and the plan's
+    peak over ``rows``) that no buffer of ``rows`` straddles in the plan ``offsets``."""
+    sizes, low = problem.sizes[rows], offsets[rows]
+    quantum = int(np.gcd.reduce(problem.sizes)) or 1
+    top = int((low + sizes).max())
+    return [y for y in range(quantum, top, quantum) if not np.any((low < y) & (low + sizes > y))]
+
+
+def is_band(problem, offsets, rows, height: int) -> bool:
+    """Whether ``rows`` fill ``height`` bytes from their lowest offset in the plan ``offsets``."""
+    return int((offsets[rows] + problem.sizes[rows]).max() - offsets[rows].min()) == int(height)
+
+
+def truth(problem, offsets, seconds: float, seed: int = 0) -> dict:
+    """Run the layers on ``problem`` (a tiling at LOAD) for ``seconds`` and compare their leaves with
+    the plan ``offsets`` at LOAD.
+
+    Returns a dict: ``planned`` (the layers' plan came back), ``stats`` (theirs), ``periods`` (per busy
+    period: ``rows``, ``span``, ``lines``, see :func:`full_lines`) and ``leaves`` (per leaf of every cut,
+    the largest first: ``merged`` buffers, ``rows`` of the problem, ``height``, ``band`` and
+    ``merged_bands``; ``band`` is None for a leaf holding a rectangle cut out of its block, whose
+    buffers stand for others). The leaves come from wrapping ``_layers.split`` for the call.
+    """
+    import dsa
+    from dsa.strategies import _layers
+    from dsa.sweep import Sweep
+
+    cap = dsa.load(problem)
+    if int((offsets + problem.sizes).max()) != cap:
+        raise ValueError("offsets must be a plan at LOAD (the generator's own)")
+    cuts = []
+    split = _layers.split
+
+    def spy(*args, **kwargs):
+        leaves = split(*args, **kwargs)
+        cuts.append(leaves)
+        return leaves
+
+    stats = {}
+    _layers.split = spy
+    try:
+        out = _layers.plan(problem, np.cumsum(problem.sizes) - problem.sizes, cap,
+                           time.perf_counter() + seconds, seed=seed, stats=stats)
+    finally:
+        _layers.split = split
+    n = len(problem)
+    leaves = []
+    for cut in cuts:
+        for leaf in cut or ():
+            real = leaf.rows[leaf.rows < n]
+            virtual = len(real) < len(leaf.rows) or leaf.anchor != -1
+            bands = sum(is_band(problem, offsets, leaf.rows[leaf.node == j], leaf.sizes[j])
+                        for j in range(len(leaf.sizes)) if np.all(leaf.rows[leaf.node == j] < n))
+            leaves.append({"merged": len(leaf.sizes), "rows": len(leaf.rows), "height": int(leaf.height),
+                           "band": None if virtual else is_band(problem, offsets, real, leaf.height),
+                           "merged_bands": int(bands), "settled": bool(leaf.settled)})
+    leaves.sort(key=lambda leaf: -leaf["merged"])
+    periods = [{"rows": len(rows), "span": (int(problem.starts[rows].min()), int(problem.ends[rows].max())),
+                "lines": full_lines(problem, offsets, rows)} for rows in Sweep(problem).period_rows()]
+    return {"planned": out is not None, "stats": stats, "periods": periods, "leaves": leaves}
+
+
+def report(name: str, problem, found: dict) -> str:
+    """Markdown for one instance (see the module docstring)."""
+    import dsa
+
+    quantum = int(np.gcd.reduce(problem.sizes)) or 1
+    lines = [f"## {name}: {len(problem)} buffers, LOAD {dsa.load(problem)} ({dsa.load(problem) // quantum} quanta)",
+             "", f"layers' plan at LOAD: {'yes' if found['planned'] else 'no'}; stats: {found['stats']}", "",
+             "| period (buffers, span) | full lines, in quanta |", "|---|---|"]
+    for period in found["periods"]:
+        shown = [y // quantum for y in period["lines"]]
+        lines.append(f"| {period['rows']}, [{period['span'][0]}, {period['span'][1]}) | {shown or 'none'} |")
+    lines += ["", "| leaf: merged buffers | rows | height | band of the generator's plan | merged bands | settled |",
+              "|---:|---:|---:|---|---:|---|"]
+    for leaf in found["leaves"]:
+        if leaf["rows"] < 2:
+            continue
+        band = {None: "(holds a rectangle)", True: "yes", False: "no"}[leaf["band"]]
+        lines.append(f"| {leaf['merged']} | {leaf['rows']} | {leaf['height']} | {band} | "
+                     f"{leaf['merged_bands']} of {leaf['merged']} | {leaf['settled']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("instances", nargs="+", help="names FAMILY-N-sSEED (see peers_generated.py)")
+    parser.add_argument("--seconds", type=float, default=10.0, help="the layers' time per instance")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    from peers_generated import generator_args  # this script's folder is on sys.path
+
+    from dsa.generate import rectangle_cut
+
+    for name in args.instances:
+        problem, offsets = rectangle_cut(**generator_args(*parse(name)), return_plan=True)
+        print(report(name, problem, truth(problem, offsets, args.seconds, args.seed)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
