@@ -62,7 +62,8 @@ def truth(problem, offsets, seconds: float, seed: int = 0) -> dict:
     period: ``rows``, ``span``, ``lines``, see :func:`full_lines`) and ``leaves`` (per leaf of every cut,
     the largest first: ``merged`` buffers, ``rows`` of the problem, ``height``, ``band`` and
     ``merged_bands``; ``band`` is None for a leaf holding a rectangle cut out of its block, whose
-    buffers stand for others). The leaves come from wrapping ``_layers.split`` for the call.
+    buffers stand for others) and ``whole`` (a cut ended with no leaves: a block too large for the
+    leaves' look stayed whole). The leaves come from wrapping ``_layers.split`` for the call.
     """
     import dsa
     from dsa.strategies import _layers
@@ -87,7 +88,7 @@ def truth(problem, offsets, seconds: float, seed: int = 0) -> dict:
     finally:
         _layers.split = split
     n = len(problem)
-    leaves = []
+    leaves, whole = [], any(cut is None for cut in cuts)
     for cut in cuts:
         for leaf in cut or ():
             real = leaf.rows[leaf.rows < n]
@@ -100,7 +101,7 @@ def truth(problem, offsets, seconds: float, seed: int = 0) -> dict:
     leaves.sort(key=lambda leaf: -leaf["merged"])
     periods = [{"rows": len(rows), "span": (int(problem.starts[rows].min()), int(problem.ends[rows].max())),
                 "lines": full_lines(problem, offsets, rows)} for rows in Sweep(problem).period_rows()]
-    return {"planned": out is not None, "stats": stats, "periods": periods, "leaves": leaves}
+    return {"planned": out is not None, "stats": stats, "periods": periods, "leaves": leaves, "whole": whole}
 
 
 def report(name: str, problem, found: dict) -> str:
@@ -114,6 +115,8 @@ def report(name: str, problem, found: dict) -> str:
     for period in found["periods"]:
         shown = [y // quantum for y in period["lines"]]
         lines.append(f"| {period['rows']}, [{period['span'][0]}, {period['span'][1]}) | {shown or 'none'} |")
+    if found.get("whole"):
+        lines += ["", "A cut ended with no leaves: a block too large for the leaves' look stayed whole."]
     lines += ["", "| leaf: merged buffers | rows | height | band of the generator's plan | merged bands | settled |",
               "|---:|---:|---:|---|---:|---|"]
     for leaf in found["leaves"]:

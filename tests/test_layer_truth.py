@@ -47,8 +47,12 @@ def test_leaves_of_a_cut_are_checked_against_the_generators_plan(lt):
     # a leaf of one buffer is a band of its own size; merged bands never exceed the merged buffers
     assert all(leaf["band"] for leaf in leaves if leaf["rows"] == 1)
     assert all(0 <= leaf["merged_bands"] <= leaf["merged"] for leaf in leaves)
+    assert not found["whole"]
     text = lt.report("guillotine-120-s1", p, found)
     assert "layers' plan at LOAD: yes" in text and text.count("\n| ") >= len(found["periods"]) + 2
+    assert "stayed whole" not in text
+    text = lt.report("guillotine-120-s1", p, {**found, "planned": False, "leaves": [], "whole": True})
+    assert "layers' plan at LOAD: no" in text and "stayed whole" in text
 
 
 def test_a_plan_above_load_is_refused(lt):
