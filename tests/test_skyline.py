@@ -292,20 +292,23 @@ def test_exact_gives_the_canonical_search_its_share_by_size(n, large, monkeypatc
 
     def spy(self, offsets, *, time_limit, **kwargs):
         if len(offsets) == len(p):        # (not the searches of a part: the layers' leaves)
-            limits.append(time_limit)
+            limits.append((time_limit, time.perf_counter()))
         return lower(self, offsets, time_limit=time_limit, **kwargs)
 
     monkeypatch.setattr(canonical_search.CanonicalSearch, "lower_peak", spy)
     p = rectangle_cut(n, seed=22, pinwheel=0.2)
     assert (n > best_module.LARGE_ROWS) == large
     limit = 4.0
+    began = time.perf_counter()
     sol = dsa.solve(p, "exact", time_limit=limit)
     dsa.validate(p, sol)
     assert sol.status is dsa.Status.LIMIT_REACHED and limits
     # (the first call is exact's rounds, later ones window repairs on the large problem; what is left
     # when the rounds start is less than the limit: the portfolio, the first look and the look at the
-    # bound came first, and took at most about a third of it)
-    assert 0.5 * share * limit < limits[0] <= share * limit
+    # bound came first, for about a third of it here, for more on a loaded machine, so the share is
+    # checked against what was left when the rounds were called)
+    granted, called = limits[0]
+    assert 0.9 * share * (began + limit - called) < granted <= share * limit
     assert sol.stats["skyline_probes"] > 0
 
 
