@@ -50,6 +50,7 @@ from dsa.placement import by_start
 from dsa.solution import Solution, make_solution, plan_peak
 from dsa.strategies._call import call
 from dsa.strategies._orders import ORDERINGS, order_rows
+from dsa.strategies._phases import Phases
 from dsa.strategies.greedy import FITS, greedy_offsets
 
 __all__ = ["solve", "portfolio_head", "improve_plan", "skyline_runs", "skyline_width", "MEMBERS",
@@ -596,7 +597,7 @@ def skyline_runs(problem, seconds: float) -> bool:
     return SKYLINE_SHARE > 0 and supported(problem) and (seconds >= SKYLINE_COLD_MIN_S or ready())
 
 
-def bound_look(problem, offsets, target, budget, seed, stats=None):
+def bound_look(problem, offsets, target, budget, seed, stats=None, phases=None):
     """Restarted skyline dives at ``target`` (the lower bound) for ``BOUND_LOOK_SHARE`` of the time
     left (:func:`dsa.strategies._skyline.bound_look`): a plan there (returned; None otherwise) is
     optimal. Only under a deadline with at least ``BOUND_LOOK_MIN_S`` seconds left, where the skyline
@@ -625,8 +626,11 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
     if the look finds nothing (the caller tells the two apart by the peak). ``stats`` also gets ``layer_plan``
     (whether the layers gave the plan at ``target``), ``layer_partial_peak`` (the peak of such a
     lower plan) and the counts of :func:`dsa.strategies._layers.plan` (``layers``,
-    ``layer_programs``, ``layer_s``, ``layer_repaired``, ...)."""
+    ``layer_programs``, ``layer_s``, ``layer_repaired``, ...). ``phases`` (a
+    :class:`dsa.strategies._phases.Phases`, optional) records the layers and the look at the whole as
+    the phases ``"layers"`` and ``"look"``."""
     from dsa.strategies import _skyline
+    from dsa.strategies._phases import record
 
     left = budget.remaining()
     if budget.deadline is None or not skyline_runs(problem, left):
@@ -659,8 +663,9 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
             # look at the whole does not run)
             share = LAYERS_SHARE if movable > BOUND_LOOK_MAX_ROWS else (
                 LAYERS_SMALL_SHARE * BOUND_LOOK_SHARE if whole else LAYERS_SHORT_SHARE)
-            out = _layers.plan(problem, offsets, target, time.perf_counter() + share * left, seed=seed,
-                               stats=stats, partial=LAYERS_PARTIAL, repair_until=budget.deadline)
+            with record(phases, "layers"):
+                out = _layers.plan(problem, offsets, target, time.perf_counter() + share * left, seed=seed,
+                                   stats=stats, partial=LAYERS_PARTIAL, repair_until=budget.deadline)
         peak = None if out is None else int(plan_peak(problem, out))
         if peak is not None and peak > target:
             lower, out = out, None        # (some leaves above their bands: a lower plan, not the bound)
@@ -675,14 +680,15 @@ def bound_look(problem, offsets, target, budget, seed, stats=None):
         until = now + BOUND_LOOK_SHARE * left
         if movable <= BOUND_LOOK_MAX_ROWS:
             until = max(now, began + imported + BOUND_LOOK_SHARE * total)   # (what the layers left of it)
-        out = _skyline.bound_look(problem, offsets if lower is None else lower, target, until, seed=seed,
-                                  max_rows=BOUND_LOOK_MAX_ROWS, large_deadline=large)
+        with record(phases, "look"):
+            out = _skyline.bound_look(problem, offsets if lower is None else lower, target, until, seed=seed,
+                                      max_rows=BOUND_LOOK_MAX_ROWS, large_deadline=large)
     if stats is not None:
         stats["bound_look"], stats["bound_look_s"] = out is not None, time.perf_counter() - began
     return lower if out is None else out
 
 
-def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, search=None):
+def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, search=None, phases=None):
     """Run the local search over greedy orders until the budget ends or the plan reaches ``target``.
 
     Under a deadline, on problems without fixed offsets, the skyline search of
@@ -747,6 +753,8 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
     search : dsa.strategies._canonical_search.CanonicalSearch, optional
         The problem already cut into busy periods (the caller's canonical search), for the random
         dives; default: cut here, once, if they run.
+    phases : dsa.strategies._phases.Phases, optional
+        Records each turn as a phase: ``"skyline"``, ``"dives"``, ``"local"`` or ``"repair"``.
 
     Returns
     -------
@@ -768,6 +776,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
         ``improvements`` (a list of ``(seconds since t0, peak)``).
     """
     from dsa.strategies._local_search import repair_windows, search_orders
+    from dsa.strategies._phases import record
     from dsa.strategies._skyline import skyline_search
     from dsa.strategies._skyline import supported as skyline_supported
     from dsa.strategies._skyline import warm as skyline_warm
@@ -891,11 +900,12 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
         if width > 1:
             skyline_warm()  # (once, before the threads: each would load the kernels otherwise)
         t = time.perf_counter()
-        if width > 1:
-            with ThreadPoolExecutor(width) as pool:
-                runs = list(pool.map(one, range(width)))
-        else:
-            runs = [one(0)]
+        with record(phases, "skyline"):
+            if width > 1:
+                with ThreadPoolExecutor(width) as pool:
+                    runs = list(pool.map(one, range(width)))
+            else:
+                runs = [one(0)]
         wall = time.perf_counter() - t
         stats["skyline_s"] += wall
         for _, infos, took in runs:
@@ -922,7 +932,8 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
     def dives_turn(k, share):
         # the dives' own turn (dives["on"]): share of the time left
         t = time.perf_counter()
-        new = dive_run(budget.remaining() * share, 7000 + k, progress, turn=True)
+        with record(phases, "dives"):
+            new = dive_run(budget.remaining() * share, 7000 + k, progress, turn=True)
         stats["dives_s"] = stats.get("dives_s", 0.0) + time.perf_counter() - t
         return new
 
@@ -948,16 +959,18 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
             new = dives_turn(1 + turn, LOCAL_SHARE)  # (in turns with the skyline search, the dives again)
         elif large and (turn % 2 == 0 or again):
             share = LOCAL_SHARE if skyline else REPAIR_SHARE
-            new, info = repair_windows(problem, out, time_limit=budget.remaining() * share,
-                                       seed=_derived_seed(seed, 1000 + turn), progress=progress)
+            with record(phases, "repair"):
+                new, info = repair_windows(problem, out, time_limit=budget.remaining() * share,
+                                           seed=_derived_seed(seed, 1000 + turn), progress=progress)
             stats["repair_windows"] = stats.get("repair_windows", 0) + info["windows"]
             stats["repaired"] = stats.get("repaired", 0) + info["repaired"]
         else:
             kw = {} if k == 0 else {"window": RESTART_WINDOWS[k % len(RESTART_WINDOWS)]}
             share = LOCAL_SHARE if skyline and not again else 1.0
-            new, info = search_orders(problem, out, time_limit=budget.remaining() * share,
-                                      seed=seed if k == 0 else _derived_seed(seed, k), progress=progress,
-                                      **kw)
+            with record(phases, "local"):
+                new, info = search_orders(problem, out, time_limit=budget.remaining() * share,
+                                          seed=seed if k == 0 else _derived_seed(seed, k), progress=progress,
+                                          **kw)
             stats["local_iterations"] += info["iterations"]
             k += 1
         turn += 1
@@ -973,7 +986,7 @@ def improve_plan(problem, offsets, target, budget, seed, *, t0=None, log=None, s
     return out, stats
 
 
-def _improve(problem, offsets, bound, budget, seed, t0, log=None):
+def _improve(problem, offsets, bound, budget, seed, t0, log=None, phases=None):
     """Phase 2: search for a lower plan until the budget, the bound or a proof ends it.
 
     0. :func:`bound_look`: restarted skyline dives at the bound, a share of the time left (a small
@@ -999,9 +1012,11 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
        (see :func:`improve_plan`).
 
     Returns ``(offsets, proven_bound, stats)``; ``stats["improvements"]`` lists ``(seconds since t0,
-    peak)`` of each lower plan.
+    peak)`` of each lower plan. ``phases`` (optional) records the phases (see
+    :mod:`dsa.strategies._phases`).
     """
     from dsa.strategies._canonical_search import CanonicalSearch
+    from dsa.strategies._phases import record
 
     improvements = []
     start_peak = plan_peak(problem, offsets)
@@ -1015,7 +1030,7 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
     # restarted skyline dives at the bound first: where they plan there (perfect tilings of a few
     # hundred buffers), they take a fraction of a second, the canonical search far longer
     looked = {}
-    look = bound_look(problem, offsets, bound, budget, seed, looked)
+    look = bound_look(problem, offsets, bound, budget, seed, looked, phases=phases)
     if look is not None:
         peak = plan_peak(problem, look)
         progress("plan", bound, peak, bound, 0)
@@ -1035,8 +1050,9 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
             left = max(left * CANONICAL_SHARE_SMALL, min(left, floor))
     # (the random dives of improve_plan use its busy periods too; a period whose preparation the
     # deadline cuts short is not searched)
-    search = CanonicalSearch(problem, deadline=budget.deadline)
-    out, info = search.lower_peak(offsets, time_limit=left, progress=progress)
+    with record(phases, "canonical"):
+        search = CanonicalSearch(problem, deadline=budget.deadline)
+        out, info = search.lower_peak(offsets, time_limit=left, progress=progress)
     proven = int(info["proven_lower_bound"])
     stats = {"nodes": info["nodes"], "search_probes": len(info["probes"]),
              "search_s": info["time"]}
@@ -1045,7 +1061,7 @@ def _improve(problem, offsets, bound, budget, seed, t0, log=None):
         out = offsets
     if plan_peak(problem, out) > max(bound, proven) and not budget.exhausted:
         out, info = improve_plan(problem, out, max(bound, proven), budget, seed, t0=t0, log=log,
-                                 search=search)
+                                 search=search, phases=phases)
         improvements += info.pop("improvements")
         stats.update(info)
     stats["improvements"] = improvements
@@ -1115,7 +1131,12 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
         ``stats["last_improvement_s"]`` is when (seconds since the call began) the returned plan's
         peak was first reached, ``stats["last_improvement_fraction"]`` the same as a share of
         ``time_limit``, and ``stats["improvements"]`` lists ``(seconds, peak)`` of each lower
-        incumbent (first the portfolio's, as its members find them). Phase 2 runs until the time
+        incumbent (first the portfolio's, as its members find them). ``stats["phases"]`` lists
+        ``(name, start_s, end_s, cpu_s)`` of each phase in the order they ran (``"portfolio"``, then
+        as they run ``"layers"``, ``"look"``, ``"canonical"``, and a turn each of ``"skyline"``,
+        ``"dives"``, ``"local"``, ``"repair"``), times in seconds since the call began, ``cpu_s`` the
+        process's CPU seconds over the phase (all threads: divided by the phase's length, the cores it
+        kept busy; see :mod:`dsa.strategies._phases`). Phase 2 runs until the time
         limit unless it reaches the lower bound. A capacity the search proved infeasible raises
         ``lower_bound`` above LOAD. The result reports that a limit stopped it (status
         ``LIMIT_REACHED`` once finalized) when the time limit cut the portfolio
@@ -1156,9 +1177,11 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
             log(*improvements[-1])
 
     t0 = time.perf_counter()
-    phase1 = _portfolio(problem, members, sweep, bound, restarts, seed, budget,
-                        STRATEGY_MEMBERS_MAX_N if default_members else None, context=context, progress=found,
-                        hold=hold)
+    phases = Phases(t_call)
+    with phases("portfolio"):
+        phase1 = _portfolio(problem, members, sweep, bound, restarts, seed, budget,
+                            STRATEGY_MEMBERS_MAX_N if default_members else None, context=context,
+                            progress=found, hold=hold)
     best, best_peak = phase1["best"], phase1["peak"]
     stats = {"member": phase1["winner"], "peaks": phase1["peaks"], "portfolio_peak": best_peak,
              "portfolio_s": time.perf_counter() - t0, "portfolio_wave_s": phase1["wave_max"],
@@ -1173,7 +1196,7 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
                    f"(lower bound {bound}; members run: {len(phase1['peaks'])})")
     if improve and best is not None and best_peak > bound:
         if not budget.exhausted:
-            offsets, proven, info = _improve(problem, best, bound, budget, seed, t_call, log)
+            offsets, proven, info = _improve(problem, best, bound, budget, seed, t_call, log, phases)
             peak = plan_peak(problem, offsets)
             improvements += [(t, p) for t, p in info.pop("improvements") if p < best_peak]
             if peak < best_peak:
@@ -1193,6 +1216,7 @@ def solve(problem, *, time_limit: float = DEFAULT_TIME_LIMIT, members=None, rest
         if budget.time_limit is not None and budget.time_limit > 0:
             stats["last_improvement_fraction"] = min(1.0, improvements[-1][0] / budget.time_limit)
     stats["improvements"] = improvements
+    stats["phases"] = phases.rows
     context.offer(best)
     # facts only (the plan, what was proven, whether the time limit cut the work short): dsa.solve's
     # finalize decides the status

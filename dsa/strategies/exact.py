@@ -169,7 +169,9 @@ def solve(problem, *, time_limit: float | None = None, node_limit: int | None = 
         reached the bound or the first look planned there), ``first_look`` (whether its plan was
         kept), ``rounds``, ``threads`` and ``search_s``; ``portfolio_held`` when, minimising under a
         time limit, members of the portfolio were held back so that the searches get the time (see
-        :func:`dsa.strategies.best.portfolio_hold`).
+        :func:`dsa.strategies.best.portfolio_hold`); ``phases``, ``(name, start_s, end_s, cpu_s)`` of
+        each phase in the order they ran, as in ``best`` (see :mod:`dsa.strategies._phases`; the
+        canonical search's looks and rounds are ``"canonical"``, the conflict filter is not a phase).
 
     Examples
     --------
@@ -199,8 +201,10 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
     """:func:`solve` without the conflict filter: the search's raw result (``budget``: the call's)."""
     from dsa.strategies import _canonical_search as canonical
     from dsa.strategies import best
+    from dsa.strategies._phases import Phases
 
     t0 = time.perf_counter()
+    phases = Phases(t0)   # (stats["phases"]: see dsa.strategies._phases)
     budget = budget if budget is not None else Budget(time_limit, node_limit)
     log = _Log(verbose, t0)
     context = context if context is not None else Context(problem, sweep=sweep)
@@ -242,7 +246,8 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
     # members, where best runs them by default, those that the time left is likely to hold (the
     # portfolio runs the first it is given whatever its limit, and knows no greedy wave's time in
     # that call; see best.STRATEGY_WAVES)
-    offsets, peak = start([f"{order}/{fit}" for order, fit in best.MEMBERS])
+    with phases("portfolio"):
+        offsets, peak = start([f"{order}/{fit}" for order, fit in best.MEMBERS])
     found_s = time.perf_counter() - t0  # (when the incumbent was found)
     log.header(problem, bound, peak)
     log.line(0, peak, lo, "plan of the portfolio's greedy members", force=True)
@@ -255,7 +260,8 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
         if look_until is not None:
             look_until = time.perf_counter() + canonical.FIRST_LOOK_TIME * budget.remaining()
         # (searches of the bound, resumed by later rounds, are kept in search.runs)
-        first, used, searches = search.first_look(deadline=look_until, node_limit=node_limit)
+        with phases("canonical"):
+            first, used, searches = search.first_look(deadline=look_until, node_limit=node_limit)
         budget.spend(used)
     if first is None and peak > lo and (cap is None or peak > cap) and costlier:
         fit = [m for m in costlier if budget.remaining() > 0 and (
@@ -266,7 +272,8 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
             held.append(True)  # (the time is the searches'; within the hold, best's applies to each)
             fit = []
         if fit:
-            full, full_peak = start(fit)
+            with phases("portfolio"):
+                full, full_peak = start(fit)
             if full_peak < peak:
                 offsets, peak = full, full_peak
                 found_s = time.perf_counter() - t0
@@ -315,7 +322,7 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
         # is raced each round and resumed the next; a proof ends the race, a plan the later
         # preorders' searches (not under a node limit, where each search runs its share)
         canonical.warm()  # loading the kernel does not count (budget.deadline moves by the load time)
-        with search.prepare():  # threads for the searchable periods, a fresh node rate
+        with search.prepare(), phases("canonical"):  # threads for the searchable periods, a fresh node rate
             done = False
             while not done:
                 share = budget.grant(nb * len(heuristics)) // len(heuristics)
@@ -345,7 +352,7 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
         if node_limit is None:
             # restarted skyline dives at the bound itself, where any waste ends a branch at once
             look = best.bound_look(problem, state["offsets"], state["lo"], budget, 0 if seed is None else seed,
-                                   stats)
+                                   stats, phases=phases)
             if look is not None:   # (at the bound, or lower than the incumbent: see best.bound_look)
                 state["offsets"], state["peak"] = look, plan_peak(problem, look)
                 state["found_s"] = time.perf_counter() - t0
@@ -359,9 +366,10 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
                          or best.skyline_runs(problem, left * (1 - CANONICAL_SHARE)))):
                 # the rest goes to best.improve_plan (below) unless this proves the plan optimal
                 left *= best.CANONICAL_SHARE if movable > best.LARGE_ROWS else CANONICAL_SHARE
-            out, info = search.lower_peak(state["offsets"], time_limit=left,
-                                          node_limit=None if node_limit is None else node_limit - used,
-                                          progress=progress)
+            with phases("canonical"):
+                out, info = search.lower_peak(state["offsets"], time_limit=left,
+                                              node_limit=None if node_limit is None else node_limit - used,
+                                              progress=progress)
             state["offsets"] = out
             state["peak"] = plan_peak(problem, out)
             state["lo"] = max(state["lo"], int(info["proven_lower_bound"]))
@@ -383,7 +391,7 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
 
         out, info = best.improve_plan(problem, state["offsets"], state["lo"], budget,
                                       0 if seed is None else seed, t0=t0,
-                                      log=improved, search=search)
+                                      log=improved, search=search, phases=phases)
         if plan_peak(problem, out) < state["peak"]:
             state["offsets"], state["peak"] = out, plan_peak(problem, out)
         info.pop("improvements")
@@ -401,6 +409,7 @@ def _search(problem, *, time_limit, node_limit, seed, verbose, sweep, context, b
         if cap is None and lo < peak:
             limited = True  # unproven, and the time limit cut the portfolio short
     stats["search_s"] = time.perf_counter() - t0
+    stats["phases"] = phases.rows
     message = ""
     if limited:
         limit = "node limit" if node_limit is not None and stats["nodes"] >= node_limit else "time limit"
