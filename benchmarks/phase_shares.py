@@ -49,10 +49,9 @@ def measure(problem, strategy: str, limit: float, seed: int) -> dict:
 
 def report(doc: dict) -> str:
     """The Markdown table of a run's JSON."""
-    from dsa.strategies._phases import NAMES
-
     rows = doc["rows"]
-    seen = [name for name in NAMES if any(name in shares(r["phases"]) for r in rows)]
+    per = [shares(r["phases"]) for r in rows]
+    seen = list(dict.fromkeys(name for got in per for name in got))   # (phases in order of first appearance)
     lines = [f"# Where {doc['strategy']}'s time goes ({doc['set']} set, time_limit={doc['time_limit']:g})", "",
              f"Generated {doc['date']} on {doc['machine']}, {doc['cores']} cores, by `{doc['command']}`. "
              "Each cell: the phase's seconds in all (its turns summed), and in brackets the cores it kept busy "
@@ -61,8 +60,7 @@ def report(doc: dict) -> str:
              "| instance | peak / LOAD | s | " + " | ".join(seen) + " |",
              "|---|---:|---:|" + "---:|" * len(seen)]
     total = {name: [0.0, 0.0] for name in seen}
-    for r in rows:
-        got = shares(r["phases"])
+    for r, got in zip(rows, per):
         cells = []
         for name in seen:
             if name in got:
