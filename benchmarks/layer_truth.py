@@ -13,14 +13,17 @@ checked against it:
   of their size there (forced merges of the whole period always do; merges made inside a block cut
   by a coincidence need not);
 - per busy period, the generator's *full lines*: the levels that no buffer of the period straddles
-  in its plan (the layers that a guillotine cut put at the top of the period's tree).
+  in its plan (the layers that a guillotine cut put at the top of the period's tree);
+- per layer cut from a block that fills a rectangle of the generator's plan, in the order taken
+  (``_layers.split``'s ``trace``): whether a reordering of the plan's bands puts it at the bottom
+  (:func:`valid_layer`; a sufficient condition for a true layer, not a necessary one).
 
 Usage (instance names as in ``peers_generated.py``: FAMILY-N-sSEED of any of its sets)::
 
     .venv/bin/python benchmarks/layer_truth.py guillotine-700-s0 pinwheel-350-s0 --seconds 10
 
-prints one Markdown table per instance: whether the layers planned it at LOAD, their statistics, the
-periods' full lines, and every leaf of more than one buffer, the largest first.
+prints Markdown tables per instance: whether the layers planned it at LOAD, their statistics, the
+periods' full lines, every leaf of more than one buffer, the largest first, and the layers judged.
 """
 from __future__ import annotations
 
@@ -54,16 +57,94 @@ def is_band(problem, offsets, rows, height: int) -> bool:
     return int((offsets[rows] + problem.sizes[rows]).max() - offsets[rows].min()) == int(height)
 
 
+def _runs(lows, highs):
+    """Cut points of intervals ``[lows, highs)``: the values strictly inside their hull that none of
+    them straddles (a cut at ``x``: every interval ends at or before it or starts at or after it)."""
+    order = np.argsort(lows, kind="stable")
+    lows, reach = lows[order], np.maximum.accumulate(highs[order])
+    inside = reach[:-1] <= lows[1:]
+    return np.unique(lows[1:][inside])
+
+
+def fills_rectangle(problem, offsets, rows) -> bool:
+    """Whether ``rows`` cover the rectangle of their hull (time span x address range) in the plan
+    ``offsets`` (a valid plan: the rows do not overlap, so their area equals the hull's)."""
+    starts, ends, sizes, low = problem.starts[rows], problem.ends[rows], problem.sizes[rows], offsets[rows]
+    area = int(((ends - starts) * sizes).sum())
+    return area == int((ends.max() - starts.min()) * ((low + sizes).max() - low.min()))
+
+
+def valid_layer(problem, offsets, block, part) -> bool:
+    """Whether the rows ``part`` of ``block`` are a layer that some tiling puts below the rest: one
+    that the generator's plan ``offsets`` gives when its bands are reordered.
+
+    ``block`` must fill a rectangle in the plan (:func:`fills_rectangle`; a ``ValueError``
+    otherwise). The block is cut the way a guillotine cut is read back: across time at every instant
+    that none of its rows crosses, across addresses at every level that none straddles, and each
+    piece again. Bands of a piece cut across addresses span its whole time, so they can be stacked in
+    any order: ``part`` can go to the bottom of such a piece where its rows in each band can go to
+    the bottom of that band. In a piece cut across time, ``part`` must take the same height in each
+    slice. A piece that neither cut applies to (a single buffer, or a pinwheel block whose pieces
+    interlock) must be wholly in ``part`` or wholly out.
+
+    It is a sufficient condition: ``part`` can be a layer of some other tiling, one that is not such
+    a reordering (two buffers of one size that meet end to start at another height, swapped), where
+    this says False. The generator's guillotine cuts make it exact up to such swaps.
+    """
+    block = np.asarray(block, dtype=np.int64)
+    if not fills_rectangle(problem, offsets, block):
+        raise ValueError("block must fill a rectangle of the plan")
+    chosen = np.zeros(len(problem), dtype=bool)
+    chosen[np.asarray(part, dtype=np.int64)] = True
+    starts, ends, sizes = problem.starts, problem.ends, problem.sizes
+    tops = offsets + sizes
+
+    def height(rows):
+        # the height the rows of `part` take at the bottom of the piece `rows`, or None where they cannot
+        inside = chosen[rows]
+        if not inside.any():
+            return 0
+        if inside.all():
+            return int(tops[rows].max() - offsets[rows].min())
+        cuts = _runs(starts[rows], ends[rows])
+        if len(cuts):
+            heights = set()
+            for piece in np.split(rows[np.argsort(starts[rows], kind="stable")],
+                                  np.searchsorted(np.sort(starts[rows], kind="stable"), cuts)):
+                h = height(piece)
+                if h is None:
+                    return None
+                heights.add(h)
+            return heights.pop() if len(heights) == 1 else None
+        levels = _runs(offsets[rows], tops[rows])
+        if not len(levels):
+            return None                   # (a single buffer or an interlocking block, split by part)
+        total = 0
+        for band in np.split(rows[np.argsort(offsets[rows], kind="stable")],
+                             np.searchsorted(np.sort(offsets[rows], kind="stable"), levels)):
+            h = height(band)
+            if h is None:
+                return None
+            total += h
+        return total
+
+    return height(block) is not None
+
+
 def truth(problem, offsets, seconds: float, seed: int = 0) -> dict:
     """Run the layers on ``problem`` (a tiling at LOAD) for ``seconds`` and compare their leaves with
     the plan ``offsets`` at LOAD.
 
     Returns a dict: ``planned`` (the layers' plan came back), ``stats`` (theirs), ``periods`` (per busy
-    period: ``rows``, ``span``, ``lines``, see :func:`full_lines`) and ``leaves`` (per leaf of every cut,
+    period: ``rows``, ``span``, ``lines``, see :func:`full_lines`), ``leaves`` (per leaf of every cut,
     the largest first: ``merged`` buffers, ``rows`` of the problem, ``height``, ``band`` and
     ``merged_bands``; ``band`` is None for a leaf holding a rectangle cut out of its block, whose
-    buffers stand for others) and ``whole`` (a cut ended with no leaves: a block too large for the
-    leaves' look stayed whole). The leaves come from wrapping ``_layers.split`` for the call.
+    buffers stand for others), ``cuts`` (per layer or rectangle taken, in the order taken: ``kind``,
+    ``rows`` of the block and ``height``, ``part_rows`` and ``part_height`` of what was cut from it,
+    ``block_band``: whether the block fills a rectangle of the plan, and ``valid``: for a layer cut
+    from such a block, :func:`valid_layer`, else None) and ``whole`` (a cut ended with no leaves: a
+    block too large for the leaves' look stayed whole). The leaves come from wrapping
+    ``_layers.split`` for the call, the cuts from its ``trace``.
     """
     import dsa
     from dsa.strategies import _layers
@@ -72,11 +153,17 @@ def truth(problem, offsets, seconds: float, seed: int = 0) -> dict:
     cap = dsa.load(problem)
     if int((offsets + problem.sizes).max()) != cap:
         raise ValueError("offsets must be a plan at LOAD (the generator's own)")
-    cuts = []
+    cuts, taken = [], []
     split = _layers.split
 
+    def record(kind, block, part, height, low):
+        band = fills_rectangle(problem, offsets, block)
+        taken.append({"kind": kind, "rows": len(block), "height": height, "part_rows": len(part),
+                      "part_height": low, "block_band": band,
+                      "valid": valid_layer(problem, offsets, block, part) if band and kind == "layer" else None})
+
     def spy(*args, **kwargs):
-        leaves = split(*args, **kwargs)
+        leaves = split(*args, trace=record, **kwargs)
         cuts.append(leaves)
         return leaves
 
@@ -101,7 +188,8 @@ def truth(problem, offsets, seconds: float, seed: int = 0) -> dict:
     leaves.sort(key=lambda leaf: -leaf["merged"])
     periods = [{"rows": len(rows), "span": (int(problem.starts[rows].min()), int(problem.ends[rows].max())),
                 "lines": full_lines(problem, offsets, rows)} for rows in Sweep(problem).period_rows()]
-    return {"planned": out is not None, "stats": stats, "periods": periods, "leaves": leaves, "whole": whole}
+    return {"planned": out is not None, "stats": stats, "periods": periods, "leaves": leaves, "cuts": taken,
+            "whole": whole}
 
 
 def report(name: str, problem, found: dict) -> str:
@@ -125,6 +213,18 @@ def report(name: str, problem, found: dict) -> str:
         band = {None: "(holds a rectangle)", True: "yes", False: "no"}[leaf["band"]]
         lines.append(f"| {leaf['merged']} | {leaf['rows']} | {leaf['height']} | {band} | "
                      f"{leaf['merged_bands']} of {leaf['merged']} | {leaf['settled']} |")
+    judged = [cut for cut in found.get("cuts", ()) if cut["valid"] is not None]
+    if judged:
+        wrong = sum(not cut["valid"] for cut in judged)
+        lines += ["", f"Layers cut from blocks that fill a rectangle of the generator's plan: {len(judged)}; "
+                  f"no reordering of the plan's bands puts {wrong} of them at the bottom (layers by "
+                  "coincidence, or of a tiling where equal buffers are swapped):", "",
+                  "| cut | block rows | block height | layer rows | layer height | reordered bands allow it |",
+                  "|---:|---:|---:|---:|---:|---|"]
+        for k, cut in enumerate(found["cuts"]):
+            if cut["valid"] is not None:
+                lines.append(f"| {k + 1} | {cut['rows']} | {cut['height'] // quantum} | {cut['part_rows']} | "
+                             f"{cut['part_height'] // quantum} | {'yes' if cut['valid'] else 'no'} |")
     return "\n".join(lines) + "\n"
 
 

@@ -683,3 +683,30 @@ def test_merged_groups_shrink_a_fine_cuts_program():
     assert 2 <= group.max() + 1 <= len(sizes) // 10 and balance.shape[0] <= instants // 10
     layer = layers.find_layer(starts, ends, sizes, 0, 5.0)
     assert layer is not None and layer.sum() <= 600
+
+
+def test_split_traces_each_layer_it_takes(monkeypatch):
+    monkeypatch.setattr(layers, "CONTRACT", False)   # (merged, the two bands need no layer)
+    starts, ends, sizes = _two_bands()
+    p = dsa.Problem(starts, ends, sizes)
+    rows = np.array([0, 1, 2, 3])
+    seen = []
+    leaves = layers.split(p, rows, 7, time.perf_counter() + 30, np.random.default_rng(0),
+                          trace=lambda *cut: seen.append(cut))
+    assert leaves is not None and seen
+    kind, block, part, height, low = seen[0]
+    assert kind == "layer" and sorted(block.tolist()) == [0, 1, 2, 3] and height == 7
+    assert set(part.tolist()) in ({0, 1}, {2, 3}) and low == int(sizes[part[starts[part] == 0]].sum())
+    # the same leaves with and without a trace
+    again = layers.split(p, rows, 7, time.perf_counter() + 30, np.random.default_rng(0))
+    assert [leaf.rows.tolist() for leaf in again] == [leaf.rows.tolist() for leaf in leaves]
+
+
+def test_rectangles_count_as_the_rows_they_hold():
+    p = rectangle_cut(12, seed=4, pinwheel=0.0)
+    buffers = layers._Buffers(p, np.arange(len(p)))
+    k, virtual = buffers.rectangle(0, 1, 64, np.array([2, 5]))
+    assert virtual == len(p) and buffers.real_rows([k]).tolist() == [2, 5]
+    # a rectangle inside another, and merged buffers holding rectangles, expand all the way down
+    k2, _ = buffers.rectangle(0, 1, 64, np.array([k, 7]))
+    assert sorted(buffers.real_rows([k2, 1]).tolist()) == [1, 2, 5, 7]

@@ -59,3 +59,67 @@ def test_a_plan_above_load_is_refused(lt):
     p, offsets = rectangle_cut(50, seed=2, return_plan=True)
     with pytest.raises(ValueError, match="at LOAD"):
         lt.truth(p, offsets + 64, 1.0)
+
+
+def _stack():
+    """A block [0, 4) x 4 bytes: a band of 2 bytes cut at instant 2 (a, b), and two buffers of 1 byte
+    spanning the block above it (c at 2, d at 3)."""
+    p = dsa.Problem([0, 2, 0, 0], [2, 4, 4, 4], [2, 2, 1, 1])
+    return p, np.array([0, 0, 2, 3])
+
+
+def test_valid_layers_are_the_bands_of_the_plan_in_any_order(lt):
+    p, offsets = _stack()
+    dsa.validate(p, offsets)
+    block = np.arange(4)
+    for part in ([0, 1], [2], [3], [2, 3], [0, 1, 3]):
+        assert lt.valid_layer(p, offsets, block, part), part
+    # a set whose load changes over time is no layer; nor is a piece of an interlocking block
+    assert not lt.valid_layer(p, offsets, block, [0])
+    assert not lt.valid_layer(p, offsets, block, [1, 2])
+    pinwheel, known = rectangle_cut(5, seed=0, pinwheel=1.0, return_plan=True)
+    assert not lt.valid_layer(pinwheel, known, np.arange(5), [0])
+    assert lt.valid_layer(pinwheel, known, np.arange(5), np.arange(5))
+
+
+def test_valid_layer_is_only_sufficient(lt):
+    # two chains of 1 byte over [0, 4) (g, h at 0; i, j at 1) under a buffer k spanning the block: {g, j}
+    # is a layer of another tiling (h and j swapped), which no reordering of the plan's bands gives
+    p = dsa.Problem([0, 2, 0, 2, 0], [2, 4, 2, 4, 4], [1, 1, 1, 1, 1])
+    offsets = np.array([0, 0, 1, 1, 2])
+    swapped = np.array([0, 1, 1, 0, 2])
+    dsa.validate(p, offsets)
+    dsa.validate(p, swapped)
+    assert (swapped[[0, 3]] == 0).all()           # ({g, j} at the bottom of a valid plan)
+    assert not lt.valid_layer(p, offsets, np.arange(5), [0, 3])
+    assert lt.valid_layer(p, swapped, np.arange(5), [0, 3])
+    # without k the block is cut at instant 2 and the swap is a reordering of each side's bands
+    q = dsa.Problem(p.starts[:4], p.ends[:4], p.sizes[:4])
+    assert lt.valid_layer(q, offsets[:4], np.arange(4), [0, 3])
+
+
+def test_valid_layer_needs_a_block_that_fills_a_rectangle(lt):
+    p, offsets = _stack()
+    assert lt.fills_rectangle(p, offsets, np.arange(4)) and lt.fills_rectangle(p, offsets, [0, 1])
+    assert not lt.fills_rectangle(p, offsets, [0, 2])     # (a hole over [2, 4) x [0, 2))
+    with pytest.raises(ValueError, match="rectangle"):
+        lt.valid_layer(p, offsets, [0, 2], [2])
+
+
+def test_cuts_are_traced_and_judged(lt):
+    p, offsets = rectangle_cut(300, seed=5, pinwheel=0.0, return_plan=True)
+    found = lt.truth(p, offsets, 10.0)
+    cuts = found["cuts"]
+    assert cuts and found["stats"].get("layers", 0) + found["stats"].get("rectangles", 0) == len(cuts)
+    for cut in cuts:
+        assert cut["kind"] in ("layer", "rectangle") and 0 < cut["part_rows"] < cut["rows"]
+        assert 0 < cut["part_height"] < cut["height"] or cut["kind"] == "rectangle"
+        assert cut["valid"] is None or (cut["block_band"] and cut["kind"] == "layer")
+    # the first cut is a layer of a whole busy period, which the generator's plan fills: it is judged
+    assert cuts[0]["kind"] == "layer" and cuts[0]["block_band"] and cuts[0]["valid"] is not None
+    judged = [cut for cut in cuts if cut["valid"] is not None]
+    text = lt.report("guillotine-300-s5", p, found)
+    wrong = sum(not cut["valid"] for cut in judged)
+    assert f"rectangle of the generator's plan: {len(judged)}; no reordering of the plan's bands puts {wrong} of" in text
+    assert "reordered bands allow it" in text
+    assert "reordered bands" not in lt.report("guillotine-300-s5", p, {**found, "cuts": []})

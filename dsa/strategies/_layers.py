@@ -594,6 +594,7 @@ class _Buffers:
         self.rel = [np.zeros(1, dtype=np.int64) for _ in rows]
         self.first_virtual = len(problem) if first_virtual is None else int(first_virtual)
         self.rectangles = 0
+        self.held = {}                    # (a rectangle's id: the buffers it stands for)
 
     def arrays(self, block):
         return self.starts[block], self.ends[block], self.sizes[block]
@@ -610,10 +611,12 @@ class _Buffers:
         self.count += 1
         return k
 
-    def rectangle(self, start, end, size):
-        """A buffer standing for a rectangle cut out of a block: ``(its id, its row id)``."""
+    def rectangle(self, start, end, size, held):
+        """A buffer standing for a rectangle cut out of a block (the buffers ``held``): ``(its id,
+        its row id)``."""
         virtual = self.first_virtual + self.rectangles
         self.rectangles += 1
+        self.held[virtual] = held
         return self.add(start, end, size, np.array([virtual]), np.zeros(1, dtype=np.int64)), virtual
 
     def contract(self, block, deadline, stats):
@@ -637,6 +640,18 @@ class _Buffers:
             out.append(self.add(c.starts[j], c.ends[j], c.sizes[j],
                                 np.concatenate([self.rows[block[i]] for i in where]),
                                 np.concatenate([self.rel[block[i]] + c.rel[i] for i in where])))
+        return np.asarray(out, dtype=np.int64)
+
+    def real_rows(self, block):
+        """The problem's rows (ids from ``rows`` of :func:`split`, not positions) in the buffers
+        ``block``, rectangles expanded into the rows they hold."""
+        out = []
+        for k in block:
+            for r in self.rows[k]:
+                if r < self.first_virtual:
+                    out.append(int(r))
+                else:
+                    out.extend(self.real_rows(self.held[int(r)]))
         return np.asarray(out, dtype=np.int64)
 
     def leaf(self, block, base, high, anchor=-1, settled=True) -> Leaf:
@@ -665,7 +680,8 @@ def _edge_layer(program, starts, ends, sizes, rng):
     return None
 
 
-def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows=None, first_virtual=None):
+def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows=None, first_virtual=None,
+          trace=None):
     """Cut a block into :class:`Leaf` s: each to be planned within ``[leaf.base, leaf.base +
     leaf.height)``, so that plans of all the leaves make a plan of the block within ``height``.
 
@@ -686,7 +702,11 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
     ``LEAF_MAX_ROWS``, where that is fewer). ``stats`` (a dict) counts ``layers``, ``rectangles``,
     ``layer_programs`` (a rectangle's search counts as one), ``layer_unsettled`` (programs stopped
     at their limit, where that left the block whole) and the merges by kind (``merged_chain``,
-    ``merged_stack``, ``merged_pinwheel``) and sums ``layer_s``.
+    ``merged_stack``, ``merged_pinwheel``) and sums ``layer_s``. ``trace`` (a callable, optional) is
+    called at each layer or rectangle taken, in the order taken, as ``trace(kind, block, part,
+    height, low)``: ``kind`` ``"layer"`` or ``"rectangle"``, the problem's rows in the block and in
+    the part cut from it (rows that a rectangle stands for count as theirs; a diagnosis aid, see
+    ``benchmarks/layer_truth.py``), the block's height and the part's.
     """
     import heapq
 
@@ -765,6 +785,8 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
                 stats["layers"] = stats.get("layers", 0) + 1
             # (the layer's bytes alive, the same at every instant: those alive at its first one)
             low = int(sizes[layer & (starts == starts.min())].sum())
+            if trace is not None:
+                trace("layer", buffers.real_rows(block), buffers.real_rows(block[layer]), int(high), low)
             push(block[layer], base, low, anchor)
             push(block[~layer], base + low, high - low, anchor)
             continue
@@ -780,7 +802,9 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
         # the rectangle's buffers become a block of their own, planned from the offset of the one
         # buffer that stands for them in the rest
         chosen, start, end, low = cut
-        k, virtual = buffers.rectangle(start, end, low)
+        if trace is not None:
+            trace("rectangle", buffers.real_rows(block), buffers.real_rows(block[chosen]), int(high), int(low))
+        k, virtual = buffers.rectangle(start, end, low, block[chosen])
         push(block[chosen], 0, low, virtual)
         # (no layer is looked for in the rest: one would be a layer of the block, the rectangle's
         # buffers in place of the one standing for them, and none was found there; merges of the rest
