@@ -87,9 +87,9 @@ def valid_layer(problem, offsets, block, part) -> bool:
     slice. A piece that neither cut applies to (a single buffer, or a pinwheel block whose pieces
     interlock) must be wholly in ``part`` or wholly out.
 
-    It is a sufficient condition: ``part`` can be a layer of some other tiling, one that is not such
-    a reordering (two buffers of one size that meet end to start at another height, swapped), where
-    this says False. The generator's guillotine cuts make it exact up to such swaps.
+    It is a sufficient condition only: a layer of some other tiling, one that no such reordering
+    gives, reads False (two buffers of one size that meet end to start at another height, swapped;
+    or guillotine-300-s1's first cut, which the layers then plan at LOAD).
     """
     block = np.asarray(block, dtype=np.int64)
     if not fills_rectangle(problem, offsets, block):
