@@ -707,6 +707,9 @@ def test_rectangles_count_as_the_rows_they_hold():
     buffers = layers._Buffers(p, np.arange(len(p)))
     k, virtual = buffers.rectangle(0, 1, 64, np.array([2, 5]))
     assert virtual == len(p) and buffers.real_rows([k]).tolist() == [2, 5]
-    # a rectangle inside another, and merged buffers holding rectangles, expand all the way down
+    # a rectangle that holds another, and a merged buffer that holds a rectangle's stand-in, expand
+    # all the way down to the problem's rows
     k2, _ = buffers.rectangle(0, 1, 64, np.array([k, 7]))
     assert sorted(buffers.real_rows([k2, 1]).tolist()) == [1, 2, 5, 7]
+    merged = buffers.add(0, 1, 128, np.array([virtual, 3]), np.array([0, 64]))
+    assert sorted(buffers.real_rows([merged]).tolist()) == [2, 3, 5]
