@@ -66,6 +66,12 @@ def _runs(lows, highs):
     return np.unique(lows[1:][inside])
 
 
+def _pieces(rows, keys, cuts):
+    """``rows`` cut apart at the values ``cuts`` of their ``keys`` (one per row), in order of key."""
+    order = np.argsort(keys, kind="stable")
+    return np.split(rows[order], np.searchsorted(keys[order], cuts))
+
+
 def fills_rectangle(problem, offsets, rows) -> bool:
     """Whether ``rows`` cover the rectangle of their hull (time span x address range) in the plan
     ``offsets`` (a valid plan: the rows do not overlap, so their area equals the hull's)."""
@@ -109,8 +115,7 @@ def valid_layer(problem, offsets, block, part) -> bool:
         cuts = _runs(starts[rows], ends[rows])
         if len(cuts):
             heights = set()
-            for piece in np.split(rows[np.argsort(starts[rows], kind="stable")],
-                                  np.searchsorted(np.sort(starts[rows], kind="stable"), cuts)):
+            for piece in _pieces(rows, starts[rows], cuts):
                 h = height(piece)
                 if h is None:
                     return None
@@ -120,8 +125,7 @@ def valid_layer(problem, offsets, block, part) -> bool:
         if not len(levels):
             return None                   # (a single buffer or an interlocking block, split by part)
         total = 0
-        for band in np.split(rows[np.argsort(offsets[rows], kind="stable")],
-                             np.searchsorted(np.sort(offsets[rows], kind="stable"), levels)):
+        for band in _pieces(rows, offsets[rows], levels):
             h = height(band)
             if h is None:
                 return None
