@@ -139,6 +139,49 @@ def test_plan_reaches_the_bound_through_rectangles(monkeypatch, seed, contract):
     assert stats.get("rectangles", 0) >= 1 or stats.get("merged_pinwheel", 0) >= 1
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_block_too_large_to_stay_whole_gets_a_rectangle_when_its_program_stops(monkeypatch, seed):
+    # a block whose layer's program stops at its limit stays whole (UNSETTLED_LEAF); where it has more
+    # buffers than a leaf may, a rectangle is looked for instead of ending the cut (LARGE_RECTANGLE)
+    p, _, _ = pinwheel_of_pieces(seed)
+    cap = dsa.load(p)
+    real = layers.find_layer
+    programs = []
+
+    def unsettled(starts, ends, sizes, seed_row, time_limit, report=None):
+        if report is None:                 # (find_rectangle's own searches: the real one)
+            return real(starts, ends, sizes, seed_row, time_limit)
+        programs.append(len(sizes))
+        report["settled"] = False
+        return None
+
+    monkeypatch.setattr(layers, "find_layer", unsettled)
+    monkeypatch.setattr(layers, "RECTANGLE_MIN_ROWS", 0)
+    monkeypatch.setattr(layers, "CONTRACT", False)
+    monkeypatch.setattr(layers, "EDGE_SEEDS", 0)
+    monkeypatch.setattr(layers, "LEAF_MAX_ROWS", 10)   # (the whole block, 30 buffers, may not stay whole)
+
+    def cut():
+        stats = {}
+        leaves = layers.split(p, np.arange(len(p)), cap, time.perf_counter() + 30, np.random.default_rng(seed),
+                              stats, max_rows=len(p))
+        return leaves, stats
+
+    leaves, stats = cut()
+    assert programs[0] == len(p) and stats["layer_unsettled"] >= 1 and stats["rectangles"] >= 1
+    ids = np.concatenate([leaf.rows for leaf in leaves])
+    assert np.sort(ids[ids < len(p)]).tolist() == list(range(len(p)))
+    assert all(len(leaf.sizes) <= 10 for leaf in leaves if not leaf.settled)
+    # the leaves' plans make a plan at the bound
+    out = layers.plan(p, np.cumsum(p.sizes) - p.sizes, cap, time.perf_counter() + 30, seed=seed)
+    assert out is not None
+    dsa.validate(p, out)
+    assert plan_peak(p, out) == cap
+    # switched off, the cut ends at the first block
+    monkeypatch.setattr(layers, "LARGE_RECTANGLE", False)
+    assert cut()[0] is None
+
+
 @pytest.mark.parametrize("fail", ["inner", "outer", "both"])
 def test_partial_plans_give_failed_leaves_room_inside_rectangles(monkeypatch, fail):
     p, _, _ = pinwheel_of_pieces(1, pieces=10)

@@ -55,7 +55,11 @@ constant load need not have a tiling of its own band (a coincidence of sizes): t
 fails and :func:`plan` returns None; nothing it returns is trusted before the independent validator
 accepts it. On coarse grids (16 cells per buffer) such coincidences abound and the program on a large
 block stops at its time limit, with a layer it has not proven the smallest (most often a coincidence)
-or with none: such a block is left whole, and its look is short (``UNSETTLED_LEAF``).
+or with none: such a block is left whole, and its look is short (``UNSETTLED_LEAF``). Where it is
+too large to stay whole, a rectangle is looked for instead (``LARGE_RECTANGLE``): on balanced cuts
+(pieces of similar shape) the first block's program stops so, and rectangles, then layers inside
+them, take it apart (balanced-256-2500-s63: leaves of at most 222 merged buffers, a plan at 1.04 x
+the bound, where the search of the whole stops near 1.18).
 
 The structure used is that of guillotine cuts (P. C. Gilmore and R. E. Gomory, "Multistage cutting
 stock problems of two and more dimensions", Operations Research 13(1), 1965): a cut along the time
@@ -87,7 +91,7 @@ PROGRAM_S = 0.5
 SEEDS = 2
 # where a layer's search and program stop at their limits (neither proved a layer the smallest nor
 # ruled one out; not a search that the split's deadline cut shorter), the block stays whole: a leaf,
-# with no more seeds and no rectangle tried. On coarse
+# with no more seeds and no rectangle tried (but see LARGE_RECTANGLE). On coarse
 # cuts many sets keep a constant load by coincidence and such programs are the rule: the cuts went on
 # until their share of the time ran out, for no plan (2.5-3 s of best's 20 s on 11 coarse cuts of
 # 1,500-5,000 buffers, 3.5-7 s at 60 s; now 0.6-2.2 s). On the cuts that the layers plan at the bound
@@ -197,6 +201,21 @@ RECTANGLE_SEEDS = 2
 # too large for the look stays whole, the attempt ends there. (That fine cut took 195 programs,
 # 1.9-2.3 s: at 0.25 of best's layers' window at time_limit=20, its cuts stopped at a block of 822)
 SPLIT_SHARE = 0.5
+# a block whose layer's program stopped at its limit but that is too large to stay whole (more
+# buffers than a leaf may have: LEAF_MAX_ROWS, or split's max_rows) gets a rectangle search all the
+# same, where before the attempt ended there. On balanced cuts (pieces of similar shape) the first
+# block's program stops unsettled, and rectangles then take it apart: balanced-256-2500-s63's first
+# block (1,705 merged buffers) after 2.2 s of programs gave 27 rectangles in 1 s, then 18 layers in
+# 0.3 s, leaves of at most 222 merged buffers, and a partial plan at 1.04 x LOAD (10 s of
+# _layers.plan, 2 runs of 3; 1.12 or none with 5.9 s, the layers' share in best at 20 s before
+# best.LAYERS_SHARE went 0.3 -> 0.45). best at 20 s, both changes, on 16 cuts of 1,500-5,000 buffers
+# that it leaves above LOAD (the main, second, tall, balanced and random sets): seed 0 1.1055 ->
+# 1.0955 x LOAD, seed 1 1.1049 -> 1.0998 (balanced-256-2500-s63 1.1775 -> 1.0375 and 1.1750 ->
+# 1.0987; pinwheel-long-1500-s26 1.0742 -> 1.0484 on seed 0; the others within 0.5 % of LOAD either
+# way); with this alone (the share at 0.3), seed 0: 1.1049, balanced-256-2500-s63 level. Cuts of at
+# most 1,200 buffers are not touched. Where no rectangle is found the attempt ends as before
+# (balanced-256-4000-s64: 8 rectangles of 2-45 buffers, then none in a rest of 2,543)
+LARGE_RECTANGLE = True
 
 
 def available() -> bool:
@@ -697,11 +716,13 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
     buffer's id as ``anchor``: ``first_virtual`` for the first rectangle, default ``len(problem)``,
     then the next ids); no layer is looked for in the rest. With ``UNSETTLED_LEAF``, a block whose
     layer's program stops at its time limit stays whole, with no more seeds and no rectangle tried
-    (a leaf whose ``settled`` is False). With ``max_rows``, None comes back as soon as a block of more
-    buffers than that stays whole (one left whole by a program stopped at its limit: more than
-    ``LEAF_MAX_ROWS``, where that is fewer). ``stats`` (a dict) counts ``layers``, ``rectangles``,
-    ``layer_programs`` (a rectangle's search counts as one), ``layer_unsettled`` (programs stopped
-    at their limit, where that left the block whole) and the merges by kind (``merged_chain``,
+    (a leaf whose ``settled`` is False), save one too large to stay whole: with ``LARGE_RECTANGLE``,
+    a rectangle is looked for in it all the same. With ``max_rows``, None comes back as soon as a
+    block of more buffers than that stays whole (one left whole by a program stopped at its limit:
+    more than ``LEAF_MAX_ROWS``, where that is fewer). ``stats`` (a dict) counts ``layers``,
+    ``rectangles``, ``layer_programs`` (a rectangle's search counts as one), ``layer_unsettled``
+    (programs stopped at their limit, which ended their block's search for a layer) and the merges
+    by kind (``merged_chain``,
     ``merged_stack``, ``merged_pinwheel``) and sums ``layer_s``. ``trace`` (a callable, optional) is
     called at each layer or rectangle taken, in the order taken, as ``trace(kind, block, part,
     height, low)``: ``kind`` ``"layer"`` or ``"rectangle"``, the problem's rows in the block and in
@@ -721,11 +742,15 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
         heapq.heappush(stack, (-len(block), count, block, base, high, merged, anchor, layered))
         count += 1
 
-    def leaf(block, base, high, anchor, settled=True):
-        leaves.append(buffers.leaf(block, base, high, anchor, settled))
-        # (a block left whole by a program stopped at its limit: at most LEAF_MAX_ROWS, see UNSETTLED_LEAF)
+    def too_large(block, settled=True):
+        # (whether the block may not stay whole: more than max_rows buffers; a block left whole by a
+        # program stopped at its limit, at most LEAF_MAX_ROWS, see UNSETTLED_LEAF)
         limit = max_rows if settled or max_rows is None else min(max_rows, LEAF_MAX_ROWS)
         return limit is not None and len(block) > limit
+
+    def leaf(block, base, high, anchor, settled=True):
+        leaves.append(buffers.leaf(block, base, high, anchor, settled))
+        return too_large(block, settled)
 
     def program(find, limit, *args, **options):
         # (one search, up to `limit` seconds, counted; None once the deadline has passed)
@@ -791,7 +816,9 @@ def split(problem, rows, height: int, deadline: float, rng, stats=None, max_rows
             push(block[~layer], base + low, high - low, anchor)
             continue
         cut = None
-        if len(block) > RECTANGLE_MIN_ROWS and settled:
+        # (no rectangle in a block whose program stopped at its limit, save one too large to stay
+        # whole: see LARGE_RECTANGLE)
+        if len(block) > RECTANGLE_MIN_ROWS and (settled or (LARGE_RECTANGLE and too_large(block, False))):
             cut = program(find_rectangle, RECTANGLE_S, starts, ends, sizes, rng)
         if cut is None:
             if leaf(block, base, high, anchor, settled):

@@ -446,8 +446,15 @@ BOUND_LOOK_LARGE_SHARE = 0.02
 BOUND_LOOK_LARGE_MAX_ROWS = 20_000
 # before the look at the whole: where every busy period above the bound has it as its bytes alive at
 # every instant (a plan there tiles it), the periods cut into layers and merged buffers planned apart
-# (dsa.strategies._layers) for up to this share of the time left ...
-LAYERS_SHARE = 0.3
+# (dsa.strategies._layers) for up to this share of the time left (0.3 before the rectangles in blocks
+# whose program stopped at its limit, _layers.LARGE_RECTANGLE: on balanced cuts those cuts need about
+# 3.5 s, half of the layers' time, before their leaves are looked at. best at 20 s with 0.45 and them,
+# against 0.3 and none: see LARGE_RECTANGLE; the large set, 10,000-20,000 buffers, seed 0: 1.0976 ->
+# 1.0895 x LOAD, fine-10000-s35 1.2128 -> 1.1528, short-wide-20000-s34 1.0707 -> 1.0813, the others
+# level or lower. Where the layers plan nothing on large coarse cuts, their time is not missed: best
+# at 20 s with no layers at all on the main set's five coarse cuts of 1,500-5,000 buffers gave the
+# same peaks, to the byte, as with 0.3: the improvement phase stalls before the end) ...
+LAYERS_SHARE = 0.45
 # ... on problems of more than this many movable rows (and at most BOUND_LOOK_LARGE_MAX_ROWS). With
 # merges (dsa.strategies._contract), small tilings gain too (best at 20 s, seed 0, when the merges
 # came in): the random set (12 cuts of 225-4,385 buffers) 1.0469 -> 1.0210 x LOAD, random606-313 and
