@@ -214,7 +214,12 @@ SPLIT_SHARE = 0.5
 # 1.0987; pinwheel-long-1500-s26 1.0742 -> 1.0484 on seed 0; the others within 0.5 % of LOAD either
 # way); with this alone (the share at 0.3), seed 0: 1.1049, balanced-256-2500-s63 level. Cuts of at
 # most 1,200 buffers are not touched. Where no rectangle is found the attempt ends as before
-# (balanced-256-4000-s64: 8 rectangles of 2-45 buffers, then none in a rest of 2,543)
+# (balanced-256-4000-s64: 8 rectangles of 2-45 buffers, then none in a rest of 2,543). On 16 draws no
+# run had seen (benchmarks/peers_generated.random_settings, seeds 1400-1415 at 1,200-5,000 buffers),
+# seed 0: 1.0389 -> 1.0288 (random1400 1.1402 -> LOAD, random1414 1.1557 -> 1.0738; higher:
+# random1402 1.0294 -> 1.0588, random1403 1.0423 -> 1.0704, random1408 1.0387 -> 1.0423, coarse cuts
+# with no unsettled program and no rectangle: random1402 gave 1.0294 again with each change alone and
+# 1.0588 on seed 1 both ways, random1403 1.0563 on seed 1 both ways and 1.0704 with the share alone)
 LARGE_RECTANGLE = True
 
 

@@ -448,7 +448,8 @@ BOUND_LOOK_LARGE_MAX_ROWS = 20_000
 # every instant (a plan there tiles it), the periods cut into layers and merged buffers planned apart
 # (dsa.strategies._layers) for up to this share of the time left (0.3 before the rectangles in blocks
 # whose program stopped at its limit, _layers.LARGE_RECTANGLE: on balanced cuts those cuts need about
-# 3.5 s, half of the layers' time, before their leaves are looked at. best at 20 s with 0.45 and them,
+# 3.5 s before their leaves are looked at, more than the cuts' half of the layers' time at 0.3 (about
+# 3 s at time_limit=20, _layers.SPLIT_SHARE). best at 20 s with 0.45 and them,
 # against 0.3 and none: see LARGE_RECTANGLE; the large set, 10,000-20,000 buffers, seed 0: 1.0976 ->
 # 1.0895 x LOAD, fine-10000-s35 1.2128 -> 1.1528, short-wide-20000-s34 1.0707 -> 1.0813, the others
 # level or lower. Where the layers plan nothing on large coarse cuts, their time is not missed: best
