@@ -352,6 +352,30 @@ def test_best_cuts_layers_with_less_time_left_than_the_look_at_the_whole_needs(m
     assert looked and len(p) not in looked   # (only the leaves were looked at, not the whole)
 
 
+@pytest.mark.parametrize("long", [False, True])
+def test_best_gives_large_tilings_the_layers_share_by_the_time_left(monkeypatch, long):
+    # on problems above BOUND_LOOK_MAX_ROWS rows the layers get LAYERS_SHARE of the time left, but
+    # LAYERS_BRIEF_SHARE where less than BOUND_LOOK_MIN_S is left (the look at the whole does not run)
+    monkeypatch.setattr(best_module, "BOUND_LOOK_MAX_ROWS", 50)
+    monkeypatch.setattr(best_module, "LAYERS_SHARE", 0.6)
+    monkeypatch.setattr(best_module, "LAYERS_BRIEF_SHARE", 0.2)
+    p = _stacked_cuts(80, 50, 7, cells_per_buffer=256)
+    given = []
+
+    def plan(problem, offsets, cap, deadline, **kw):
+        given.append(deadline - time.perf_counter())
+        return None
+
+    monkeypatch.setattr(layers, "plan", plan)
+    limit = 2.5 * best_module.BOUND_LOOK_MIN_S if long else 0.9 * best_module.BOUND_LOOK_MIN_S
+    s = dsa.solve(p, strategy="best", time_limit=limit, seed=0)
+    assert s.success and len(given) == 1
+    share = 0.6 if long else 0.2
+    # (the time left when the layers start is at most the limit, and most of it: the portfolio before
+    # them takes a share of it)
+    assert 0.5 * share * limit < given[0] <= share * limit
+
+
 def test_best_gives_the_canonical_search_no_floor_of_time_on_tilings(monkeypatch):
     # at the default second, the canonical search gets CANONICAL_MIN_S (all of the time left) on a
     # problem that is not a tiling, and only its share (CANONICAL_SHARE_SMALL) on a tiling, where the

@@ -456,6 +456,11 @@ BOUND_LOOK_LARGE_MAX_ROWS = 20_000
 # at 20 s with no layers at all on the main set's five coarse cuts of 1,500-5,000 buffers gave the
 # same peaks, to the byte, as with 0.3: the improvement phase stalls before the end) ...
 LAYERS_SHARE = 0.45
+# ... but this share where less than BOUND_LOOK_MIN_S is left (best at its default second): there the
+# cuts that need the larger share do not finish, and the improvement phase misses the time (27 cuts of
+# 1,500-5,000 buffers, best at time_limit=1: 0.45 gave 1.1254 x LOAD against 1.1242 with 0.3, 6
+# higher, none lower)
+LAYERS_BRIEF_SHARE = 0.3
 # ... on problems of more than this many movable rows (and at most BOUND_LOOK_LARGE_MAX_ROWS). With
 # merges (dsa.strategies._contract), small tilings gain too (best at 20 s, seed 0, when the merges
 # came in): the random set (12 cuts of 225-4,385 buffers) 1.0469 -> 1.0210 x LOAD, random606-313 and
@@ -624,7 +629,8 @@ def bound_look(problem, offsets, target, budget, seed, stats=None, phases=None):
     ``BOUND_LOOK_LARGE_MAX_ROWS``) movable rows whose busy periods above ``target`` have ``target``
     bytes alive at every instant (a plan there tiles them), those periods are cut into layers, their
     buffers merged where a tiling allows, and planned apart by :func:`dsa.strategies._layers.plan`,
-    for up to ``LAYERS_SHARE`` of the time left (on problems of at most ``BOUND_LOOK_MAX_ROWS``
+    for up to ``LAYERS_SHARE`` of the time left (``LAYERS_BRIEF_SHARE`` with less than
+    ``BOUND_LOOK_MIN_S`` left; on problems of at most ``BOUND_LOOK_MAX_ROWS``
     movable rows, ``LAYERS_SMALL_SHARE`` of the look's share, the look at the whole then getting what
     they leave of that share; SciPy's import, where there is a tiling to cut and the process has not
     imported it yet, is not counted in either share). With ``LAYERS_PARTIAL``, where some leaves are
@@ -669,7 +675,7 @@ def bound_look(problem, offsets, target, budget, seed, stats=None, phases=None):
             # (on problems of at most BOUND_LOOK_MAX_ROWS rows the look at the whole has its full
             # share: the layers take part of that share, not time of their own; all of it where the
             # look at the whole does not run)
-            share = LAYERS_SHARE if movable > BOUND_LOOK_MAX_ROWS else (
+            share = (LAYERS_SHARE if whole else LAYERS_BRIEF_SHARE) if movable > BOUND_LOOK_MAX_ROWS else (
                 LAYERS_SMALL_SHARE * BOUND_LOOK_SHARE if whole else LAYERS_SHORT_SHARE)
             with record(phases, "layers"):
                 out = _layers.plan(problem, offsets, target, time.perf_counter() + share * left, seed=seed,
