@@ -16,7 +16,11 @@ checked against it:
   in its plan (the layers that a guillotine cut put at the top of the period's tree);
 - per layer cut from a block that fills a rectangle of the generator's plan, in the order taken
   (``_layers.split``'s ``trace``): whether a reordering of the plan's bands puts it at the bottom
-  (:func:`valid_layer`; a sufficient condition for a true layer, not a necessary one).
+  (:func:`valid_layer`; a sufficient condition for a true layer, not a necessary one);
+- per block where the search for a rectangle (``_layers.find_rectangle``) found none: the rectangles
+  of the generator's cut that it holds all the same (nodes of the cut's tree, ``rectangle_cut``'s
+  ``return_tree``, filled by two or more of the block's buffers, not all), and how many of them have
+  both ends among the instants that the search's windows end at (:func:`missed_rectangles`).
 
 Usage (instance names as in ``peers_generated.py``: FAMILY-N-sSEED of any of its sets)::
 
@@ -135,7 +139,51 @@ def valid_layer(problem, offsets, block, part) -> bool:
     return height(block) is not None
 
 
-def truth(problem, offsets, seconds: float, seed: int = 0) -> dict:
+def missed_rectangles(problem, offsets, nodes, leaf, real_rows) -> dict:
+    """The generator's rectangles inside a block where ``_layers.find_rectangle`` found none.
+
+    ``leaf`` is the block as ``_layers.split`` left it (a ``Leaf``: merged buffers and buffers standing
+    for rectangles cut out of it), ``real_rows(j)`` the problem's rows that its buffer ``j`` holds,
+    ``nodes`` the cut's tree (``rectangle_cut(..., return_tree=True)``'s first array). A buffer is
+    placed where the plan ``offsets`` puts its rows (``consistent``: they fill a rectangle of its
+    lifetime and size there). A node of the tree is a rectangle of the block when two or more of the
+    block's consistent buffers lie inside it, not all, and fill it. Returns a dict: ``buffers``,
+    ``consistent``, ``rectangles`` (the nodes so found), ``reached`` (those whose start is the block's
+    or one of the instants where the search's windows start, and whose end likewise: the search tries
+    windows only between such instants), ``interior`` (those that touch neither end of the block),
+    and ``sizes``: the buffers in each rectangle, the smallest first.
+    """
+    from dsa.strategies import _layers
+
+    count = len(leaf.sizes)
+    box = np.zeros((count, 4), dtype=np.int64)
+    consistent = np.zeros(count, dtype=bool)
+    for j in range(count):
+        rows = real_rows(j)
+        low, high = offsets[rows].min(), (offsets[rows] + problem.sizes[rows]).max()
+        box[j] = leaf.starts[j], leaf.ends[j], low, high
+        area = int(((problem.ends[rows] - problem.starts[rows]) * problem.sizes[rows]).sum())
+        consistent[j] = high - low == leaf.sizes[j] and area == (leaf.ends[j] - leaf.starts[j]) * (high - low)
+    t0, t1 = int(leaf.starts.min()), int(leaf.ends.max())
+    opening = {t0, *_layers._instants(leaf.starts, leaf.sizes, t0)}
+    closing = {t1, *_layers._instants(leaf.ends, leaf.sizes, t1)}
+    found, reached, interior = [], 0, 0
+    for x0, x1, y0, y1, _ in nodes:
+        inside = consistent & (box[:, 0] >= x0) & (box[:, 1] <= x1) & (box[:, 2] >= y0) & (box[:, 3] <= y1)
+        k = int(inside.sum())
+        if k < 2 or k == count:
+            continue
+        area = int(((box[inside, 1] - box[inside, 0]) * (box[inside, 3] - box[inside, 2])).sum())
+        if area != (x1 - x0) * (y1 - y0):
+            continue
+        found.append(k)
+        reached += int(x0) in opening and int(x1) in closing
+        interior += x0 > t0 and x1 < t1
+    return {"buffers": count, "consistent": int(consistent.sum()), "rectangles": len(found), "reached": reached,
+            "interior": interior, "sizes": sorted(found)}
+
+
+def truth(problem, offsets, seconds: float, seed: int = 0, nodes=None) -> dict:
     """Run the layers on ``problem`` (a tiling at LOAD) for ``seconds`` and compare their leaves with
     the plan ``offsets`` at LOAD.
 
@@ -148,7 +196,8 @@ def truth(problem, offsets, seconds: float, seed: int = 0) -> dict:
     ``block_band``: whether the block fills a rectangle of the plan, and ``valid``: for a layer cut
     from such a block, :func:`valid_layer`, else None) and ``whole`` (a cut ended with no leaves: a
     block too large for the leaves' look stayed whole). The leaves come from wrapping
-    ``_layers.split`` for the call, the cuts from its ``trace``.
+    ``_layers.split`` for the call, the cuts from its ``trace``. With ``nodes`` (the cut's tree),
+    also ``missed``: per block where the search for a rectangle found none, :func:`missed_rectangles`.
     """
     import dsa
     from dsa.strategies import _layers
@@ -158,26 +207,42 @@ def truth(problem, offsets, seconds: float, seed: int = 0) -> dict:
     if int((offsets + problem.sizes).max()) != cap:
         raise ValueError("offsets must be a plan at LOAD (the generator's own)")
     cuts, taken = [], []
-    split = _layers.split
+    split, find, make_leaf = _layers.split, _layers.find_rectangle, _layers._Buffers.leaf
+    held, empty, made = {}, [], []     # (a rectangle's id: its rows; blocks with no rectangle; leaves made)
+    first = [len(problem)]
 
     def record(kind, block, part, height, low):
+        if kind == "rectangle":
+            held[first[0] + sum(1 for cut in taken if cut["kind"] == "rectangle" and cut["split"] == len(cuts))] = part
         band = fills_rectangle(problem, offsets, block)
-        taken.append({"kind": kind, "rows": len(block), "height": height, "part_rows": len(part),
-                      "part_height": low, "block_band": band,
+        taken.append({"kind": kind, "split": len(cuts), "rows": len(block), "height": height,
+                      "part_rows": len(part), "part_height": low, "block_band": band,
                       "valid": valid_layer(problem, offsets, block, part) if band and kind == "layer" else None})
 
     def spy(*args, **kwargs):
+        first[0] = kwargs.get("first_virtual") or len(problem)
         leaves = split(*args, trace=record, **kwargs)
         cuts.append(leaves)
         return leaves
 
+    def spy_find(starts, ends, sizes, *args):
+        out = find(starts, ends, sizes, *args)
+        if out is None:
+            empty.append((starts.copy(), ends.copy(), sizes.copy()))
+        return out
+
+    def spy_leaf(self, *args, **kwargs):
+        leaf = make_leaf(self, *args, **kwargs)
+        made.append(leaf)
+        return leaf
+
     stats = {}
-    _layers.split = spy
+    _layers.split, _layers.find_rectangle, _layers._Buffers.leaf = spy, spy_find, spy_leaf
     try:
         out = _layers.plan(problem, np.cumsum(problem.sizes) - problem.sizes, cap,
                            time.perf_counter() + seconds, seed=seed, stats=stats)
     finally:
-        _layers.split = split
+        _layers.split, _layers.find_rectangle, _layers._Buffers.leaf = split, find, make_leaf
     n = len(problem)
     leaves, whole = [], any(cut is None for cut in cuts)
     for cut in cuts:
@@ -192,8 +257,19 @@ def truth(problem, offsets, seconds: float, seed: int = 0) -> dict:
     leaves.sort(key=lambda leaf: -leaf["merged"])
     periods = [{"rows": len(rows), "span": (int(problem.starts[rows].min()), int(problem.ends[rows].max())),
                 "lines": full_lines(problem, offsets, rows)} for rows in Sweep(problem).period_rows()]
+    missed = []
+    if nodes is not None:
+        def real_rows(leaf, j):
+            rows = leaf.rows[leaf.node == j]
+            return np.concatenate([np.asarray(held[r], dtype=np.int64) if r >= n else [r] for r in rows])
+
+        for starts, ends, sizes in empty:
+            leaf = next((leaf for leaf in made if np.array_equal(leaf.starts, starts)
+                         and np.array_equal(leaf.ends, ends) and np.array_equal(leaf.sizes, sizes)), None)
+            if leaf is not None:
+                missed.append(missed_rectangles(problem, offsets, nodes, leaf, lambda j, leaf=leaf: real_rows(leaf, j)))
     return {"planned": out is not None, "stats": stats, "periods": periods, "leaves": leaves, "cuts": taken,
-            "whole": whole}
+            "whole": whole, "missed": missed}
 
 
 def report(name: str, problem, found: dict) -> str:
@@ -229,6 +305,15 @@ def report(name: str, problem, found: dict) -> str:
             if cut["valid"] is not None:
                 lines.append(f"| {k + 1} | {cut['rows']} | {cut['height'] // quantum} | {cut['part_rows']} | "
                              f"{cut['part_height'] // quantum} | {'yes' if cut['valid'] else 'no'} |")
+    if found.get("missed"):
+        lines += ["", "Blocks where the search for a rectangle found none, and the generator's rectangles in them "
+                  "(*reached*: both ends among the instants its windows end at):", "",
+                  "| block buffers | placed as in the plan | rectangles | reached | interior | buffers in each, "
+                  "smallest first |", "|---:|---:|---:|---:|---:|---|"]
+        for block in found["missed"]:
+            shown = ", ".join(map(str, block["sizes"][:12])) + (", ..." if len(block["sizes"]) > 12 else "")
+            lines.append(f"| {block['buffers']} | {block['consistent']} | {block['rectangles']} | {block['reached']} | "
+                         f"{block['interior']} | {shown} |")
     return "\n".join(lines) + "\n"
 
 
@@ -243,8 +328,9 @@ def main(argv=None) -> int:
     from dsa.generate import rectangle_cut
 
     for name in args.instances:
-        problem, offsets = rectangle_cut(**generator_args(*parse(name)), return_plan=True)
-        print(report(name, problem, truth(problem, offsets, args.seconds, args.seed)), flush=True)
+        problem, offsets, (nodes, _) = rectangle_cut(**generator_args(*parse(name)), return_plan=True,
+                                                     return_tree=True)
+        print(report(name, problem, truth(problem, offsets, args.seconds, args.seed, nodes)), flush=True)
     return 0
 
 

@@ -230,7 +230,7 @@ def _check_real(name, value, lo, hi, lo_open=False):
 
 def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifetimes: str = "mixed",
                   cells_per_buffer=16, draw: str = "largest", return_plan: bool = False,
-                  return_blocks: bool = False):
+                  return_blocks: bool = False, return_tree: bool = False):
     """Draw a problem with ``n`` buffers whose optimal peak is known: it equals LOAD.
 
     A rectangle of ``T`` time steps by ``H`` bytes is cut into ``n`` pieces; each piece
@@ -283,12 +283,22 @@ def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifet
         Also return the pinwheel blocks as they were cut (later splits may cut their pieces further):
         a list of int64 arrays of shape (5, 4), one row ``(start, end, low, high)`` per rectangle
         (times, then bytes), the centre last.
+    return_tree : bool, default False
+        Also return the cut's tree: ``(nodes, parent)``. ``nodes`` is an int64 array of shape (k, 5),
+        one row ``(start, end, low, high, up)`` per rectangle that was split, in the order split
+        (the whole rectangle first, ``up`` -1; otherwise ``up`` is the row of ``nodes`` it was cut
+        from); ``parent`` (int64, one per buffer) is the row of ``nodes`` each buffer's piece was cut
+        from (-1 when ``n == 1``). The pieces inside a node tile it exactly, so a node of two or
+        more buffers is a *rectangle* of the instance (a set of buffers whose bytes alive are the
+        same over a window of time and zero outside it) that a plan at the optimum can hold in a band,
+        as the decompositions of :mod:`dsa.strategies._layers` look for.
 
     Returns
     -------
     Problem or tuple
         The problem (ids ``0..n-1`` in random order, no capacity); with ``return_plan``, then
-        ``offsets`` (int64, peak = LOAD = the optimum); with ``return_blocks``, then the blocks.
+        ``offsets`` (int64, peak = LOAD = the optimum); with ``return_blocks``, then the blocks;
+        with ``return_tree``, then ``(nodes, parent)``.
 
     Raises
     ------
@@ -335,6 +345,7 @@ def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifet
     # pieces as (x0, x1, y0, y1); push(i) offers piece i (again) for splitting, pick() takes the next
     pieces = [(0, width, 0, height)]
     blocks = []
+    nodes, made = [], [-1]               # (the split pieces, and per piece the node it was cut from)
     if draw == "largest":
         # a heap of the splittable pieces keyed by -(area x random weight)
         heap = []
@@ -358,6 +369,7 @@ def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifet
         i = pick()
         x0, x1, y0, y1 = pieces[i]
         w, h = x1 - x0, y1 - y0
+        nodes.append((x0, x1, y0, y1, made[i]))
         if n - len(pieces) >= 4 and w >= 3 and h >= 3 and rng.random() < pinwheel:
             a, b = np.sort(rng.choice(np.arange(x0 + 1, x1), 2, replace=False)).tolist()
             c, d = np.sort(rng.choice(np.arange(y0 + 1, y1), 2, replace=False)).tolist()
@@ -380,7 +392,9 @@ def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifet
             ids = [i, len(pieces)]
             pieces[i] = new[0]
             pieces.append(new[1])
+        made.extend([0] * (len(pieces) - len(made)))
         for j in ids:
+            made[j] = len(nodes) - 1
             push(j)
 
     rect = np.array(pieces, dtype=np.int64).reshape(-1, 4)
@@ -393,6 +407,10 @@ def rectangle_cut(n, *, seed=None, aspect=1.0, pinwheel=0.2, alignment=64, lifet
         out.append(rect[:, 2] * q)
     if return_blocks:
         out.append([np.array(b, dtype=np.int64) * np.array([1, 1, q, q]) for b in blocks])
+    if return_tree:
+        tree = np.array(nodes, dtype=np.int64).reshape(-1, 5)
+        tree[:, 2:4] *= q
+        out.append((tree, np.asarray(made, dtype=np.int64)[perm]))
     return out[0] if len(out) == 1 else tuple(out)
 
 

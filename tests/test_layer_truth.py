@@ -123,3 +123,41 @@ def test_cuts_are_traced_and_judged(lt):
     assert f"rectangle of the generator's plan: {len(judged)}; no reordering of the plan's bands puts {wrong} of" in text
     assert "reordered bands allow it" in text
     assert "reordered bands" not in lt.report("guillotine-300-s5", p, {**found, "cuts": []})
+
+
+def test_missed_rectangles_are_the_nodes_of_the_cut_inside_a_block(lt):
+    from dsa.strategies._layers import Leaf
+
+    p, offsets, (nodes, parent) = rectangle_cut(200, seed=3, pinwheel=0.5, return_plan=True, return_tree=True)
+    n = len(p)
+    rows = np.arange(n)
+    leaf = Leaf(rows, 0, dsa.load(p), p.starts, p.ends, p.sizes, rows, np.zeros(n, dtype=np.int64))
+    found = lt.missed_rectangles(p, offsets, nodes, leaf, lambda j: np.array([j]))
+    # every node but the root is filled by the buffers cut from it: those of two or more count
+    below = np.zeros(len(nodes), dtype=np.int64)
+    for r in range(n):
+        k = parent[r]
+        while k >= 0:
+            below[k] += 1
+            k = nodes[k, 4]
+    expected = sorted(int(c) for c in below[1:] if c >= 2)
+    assert found["buffers"] == found["consistent"] == n
+    assert found["rectangles"] == len(expected) and found["sizes"] == expected
+    t1 = int(p.ends.max())
+    assert found["interior"] == sum(1 for k in range(1, len(nodes)) if below[k] >= 2 and 0 < nodes[k, 0]
+                                    and nodes[k, 1] < t1)
+    assert 0 <= found["reached"] <= found["rectangles"]
+    # a buffer placed elsewhere than its rows (here: a wrong size) is not counted as placed
+    other = leaf._replace(sizes=p.sizes + 64)
+    assert lt.missed_rectangles(p, offsets, nodes, other, lambda j: np.array([j]))["consistent"] == 0
+
+
+def test_blocks_with_no_rectangle_are_reported(lt):
+    p, offsets, (nodes, _) = rectangle_cut(120, seed=1, pinwheel=0.0, return_plan=True, return_tree=True)
+    found = lt.truth(p, offsets, 10.0, nodes=nodes)
+    assert found["missed"] == []                 # (blocks this small are never searched for one)
+    block = {"buffers": 400, "consistent": 398, "rectangles": 30, "reached": 2, "interior": 25,
+             "sizes": list(range(2, 32))}
+    text = lt.report("guillotine-120-s1", p, {**found, "missed": [block]})
+    assert "| 400 | 398 | 30 | 2 | 25 | 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, ... |" in text
+    assert "found none" not in lt.report("guillotine-120-s1", p, found)

@@ -73,6 +73,43 @@ def test_pinwheel_blocks_are_not_guillotine():
     assert b0 == [] and guillotine_separable(p0.starts, p0.ends, o0, o0 + p0.sizes)
 
 
+@pytest.mark.parametrize("draw", DRAWS)
+@pytest.mark.parametrize("pinwheel", [0.0, 0.5])
+def test_tree_nodes_are_tiled_by_the_pieces_cut_from_them(draw, pinwheel):
+    n = 400
+    p, offsets, blocks, (nodes, parent) = rectangle_cut(n, seed=9, pinwheel=pinwheel, draw=draw,
+                                                        return_plan=True, return_blocks=True,
+                                                        return_tree=True)
+    # asking for the tree draws the same instance
+    plain = rectangle_cut(n, seed=9, pinwheel=pinwheel, draw=draw)
+    assert np.array_equal(plain.starts, p.starts) and np.array_equal(plain.sizes, p.sizes)
+    assert nodes.dtype == np.int64 and nodes.shape == (n - 1 - 3 * len(blocks), 5)
+    assert parent.shape == (n,) and parent.min() >= 0 and parent.max() < len(nodes)
+    # the whole rectangle first; every other node was cut from an earlier one
+    assert tuple(nodes[0]) == (0, p.ends.max(), 0, dsa.lower_bound(p), -1)
+    assert np.all(nodes[1:, 4] >= 0) and np.all(nodes[1:, 4] < np.arange(1, len(nodes)))
+    # each node is tiled exactly by the buffers below it in the tree
+    below = [set() for _ in nodes]
+    for r in range(n):
+        k = parent[r]
+        while k >= 0:
+            below[k].add(r)
+            k = nodes[k, 4]
+    for k, (x0, x1, y0, y1, _) in enumerate(nodes):
+        rows = np.fromiter(below[k], dtype=np.int64)
+        assert np.all((p.starts[rows] >= x0) & (p.ends[rows] <= x1))
+        assert np.all((offsets[rows] >= y0) & (offsets[rows] + p.sizes[rows] <= y1))
+        assert int(((p.ends[rows] - p.starts[rows]) * p.sizes[rows]).sum()) == (x1 - x0) * (y1 - y0)
+    # a split makes two pieces, a pinwheel five (pieces still to be split count as nodes)
+    children = np.bincount(np.concatenate([nodes[1:, 4], parent]), minlength=len(nodes))
+    assert set(children.tolist()) <= {2, 5} and int((children == 5).sum()) == len(blocks)
+
+
+def test_tree_of_one_buffer_is_empty():
+    p, (nodes, parent) = rectangle_cut(1, seed=0, return_tree=True)
+    assert nodes.shape == (0, 5) and parent.tolist() == [-1]
+
+
 def test_guillotine_separable_small_cases():
     assert guillotine_separable([0], [1], [0], [1])
     assert guillotine_separable([0, 0], [2, 2], [0, 1], [1, 2])
